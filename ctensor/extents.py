@@ -1,0 +1,171 @@
+"""Closed extents over integer and continuous (Limit) coordinates, symbolic or constant.
+
+Source: Finch.jl `src/dimensions.jl`; continuous paper §6.1; DESIGN.md §2.  Every extent is closed,
+`[start, stop]`.  Both kinds store their endpoints as `SymLimit` pairs (value, ε) of IR expressions:
+
+* integer extents: value type i64, ε always 0, unit 1, measure `stop − start + 1`;
+* continuous extents: value type f64, ε ∈ {-1,0,+1}, unit ε, measure `stop − start` (a Limit).
+
+Consecutive sub-extents chain as `next_start = prev_stop + unit`.  Emptiness is `stop < start` under
+the full Limit order (`[a+ε, a]` is empty, `[a, a]` is a pinpoint).  Because the pairs are built
+with the folding constructors of `ctensor.ir.build`, homogeneous closedness (constant ε) folds away
+at compile time and no ε byte is ever loaded or stored.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .ir import build as b
+from .ir.types import F64, I8, I64
+from .limits import Limit
+
+
+@dataclass(frozen=True)
+class SymLimit:
+    """A Limit whose value and ε are IR expressions (ε has type i8)."""
+    v: object
+    e: object
+
+    @staticmethod
+    def const(x, continuous=True) -> "SymLimit":
+        x = Limit.of(x)
+        if continuous:
+            return SymLimit(b.f64(x.value), b.i8(x.eps))
+        return SymLimit(b.i64(x.value), b.i8(0))
+
+    @property
+    def is_const(self) -> bool:
+        return b.is_const(self.v) and b.is_const(self.e)
+
+
+def lim_le(x: SymLimit, y: SymLimit):
+    if x == y:
+        return b.TRUE
+    if b.is_const(x.e) and b.is_const(y.e):
+        return b.le(x.v, y.v) if x.e.value <= y.e.value else b.lt(x.v, y.v)
+    return b.lor(b.lt(x.v, y.v), b.land(b.eq(x.v, y.v), b.le(x.e, y.e)))
+
+
+def lim_lt(x: SymLimit, y: SymLimit):
+    return b.lnot(lim_le(y, x))
+
+
+def lim_eq(x: SymLimit, y: SymLimit):
+    if x == y:
+        return b.TRUE
+    return b.land(b.eq(x.v, y.v), b.eq(x.e, y.e))
+
+
+def _top(x: SymLimit):
+    return b.is_const(x.v, math.inf) and b.is_const(x.e)
+
+
+def _bottom(x: SymLimit):
+    return b.is_const(x.v, -math.inf) and b.is_const(x.e)
+
+
+def _e_le(x: SymLimit, y: SymLimit) -> bool:
+    """Compile-time: x.e <= y.e for constant ε parts."""
+    return b.is_const(x.e) and b.is_const(y.e) and x.e.value <= y.e.value
+
+
+def lim_min(x: SymLimit, y: SymLimit) -> SymLimit:
+    if x == y:
+        return x
+    # (+inf, e) is above every value with ε <= e; (-inf, e) below every value with ε >= e
+    if _top(x) and _e_le(y, x) or _bottom(y) and _e_le(y, x):
+        return y
+    if _top(y) and _e_le(x, y) or _bottom(x) and _e_le(x, y):
+        return x
+    if x.e == y.e:
+        return SymLimit(b.minimum(x.v, y.v), x.e)
+    c = lim_le(x, y)
+    return SymLimit(b.select(c, x.v, y.v), b.select(c, x.e, y.e))
+
+
+def lim_max(x: SymLimit, y: SymLimit) -> SymLimit:
+    if x == y:
+        return x
+    if _bottom(x) and _e_le(x, y) or _top(y) and _e_le(x, y):
+        return y
+    if _bottom(y) and _e_le(y, x) or _top(x) and _e_le(y, x):
+        return x
+    if x.e == y.e:
+        return SymLimit(b.maximum(x.v, y.v), x.e)
+    c = lim_le(x, y)
+    return SymLimit(b.select(c, y.v, x.v), b.select(c, y.e, x.e))
+
+
+def _sat_add(e, k: int):
+    """Saturating e + k for an i8 ε expression."""
+    if b.is_const(e):
+        return b.i8(max(-1, min(1, e.value + k)))
+    s = b.add(e, b.i8(k))
+    return b.minimum(s, b.i8(1)) if k > 0 else b.maximum(s, b.i8(-1))
+
+
+@dataclass(frozen=True)
+class Extent:
+    start: SymLimit
+    stop: SymLimit
+    continuous: bool
+
+    # ------------------------------------------------------------------ constructors
+    @staticmethod
+    def real(start=Limit(-math.inf, 1), stop=Limit(math.inf, -1)) -> "Extent":
+        """A continuous extent; the default is the whole real line (-inf, +inf), open at both
+        ends, so no looplet ever visits the points ±inf themselves."""
+        return Extent(SymLimit.const(start), SymLimit.const(stop), True)
+
+    @staticmethod
+    def integer(start, stop) -> "Extent":
+        """[start, stop] with i64 expressions (or ints)."""
+        s = b.i64(start) if isinstance(start, int) else start
+        t = b.i64(stop) if isinstance(stop, int) else stop
+        return Extent(SymLimit(s, b.i8(0)), SymLimit(t, b.i8(0)), False)
+
+    # ------------------------------------------------------------------ arithmetic
+    def plus_unit(self, x: SymLimit) -> SymLimit:
+        if self.continuous:
+            return SymLimit(x.v, _sat_add(x.e, 1))
+        return SymLimit(b.add(x.v, b.i64(1)), x.e)
+
+    def minus_unit(self, x: SymLimit) -> SymLimit:
+        if self.continuous:
+            return SymLimit(x.v, _sat_add(x.e, -1))
+        return SymLimit(b.sub(x.v, b.i64(1)), x.e)
+
+    def with_bounds(self, start: SymLimit, stop: SymLimit) -> "Extent":
+        return Extent(start, stop, self.continuous)
+
+    def intersect(self, other: "Extent") -> "Extent":
+        return Extent(lim_max(self.start, other.start), lim_min(self.stop, other.stop), self.continuous)
+
+    def union(self, other: "Extent") -> "Extent":
+        return Extent(lim_min(self.start, other.start), lim_max(self.stop, other.stop), self.continuous)
+
+    def nonempty(self):
+        """i1 expression: stop >= start under the full Limit order."""
+        return lim_le(self.start, self.stop)
+
+    def is_pinpoint(self):
+        """i1 expression: the extent is a single point (measure 0 continuous, 1 integer)."""
+        if self.continuous:
+            return lim_eq(self.start, self.stop)
+        return b.eq(self.start.v, self.stop.v)
+
+    def length(self):
+        """Lebesgue length with ε dropped (f64), or the point count (i64) of an integer extent."""
+        if self.continuous:
+            return b.sub(self.stop.v, self.start.v)
+        return b.add(b.sub(self.stop.v, self.start.v), b.i64(1))
+
+    def positive_length(self):
+        """i1: Lebesgue length > 0 (continuous) / at least one point (integer)."""
+        if self.continuous:
+            return b.lt(self.start.v, self.stop.v)
+        return b.le(self.start.v, self.stop.v)
+
+
+__all__ = ["SymLimit", "Extent", "lim_le", "lim_lt", "lim_eq", "lim_min", "lim_max", "F64", "I8", "I64"]

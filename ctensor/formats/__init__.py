@@ -1,0 +1,12 @@
+"""Fibertree level formats, the Tensor container and the public constructors."""
+from .constructors import box, interval_set, intervals, points
+from .dense import Dense
+from .element import Element, Pattern
+from .level import Level
+from .sparse_interval import SparseInterval, SparsePoint
+from .sparse_list import SparseList
+from .sparse_run_list import SparseRunList
+from .tensor import Tensor
+
+__all__ = ["Dense", "Element", "Pattern", "Level", "SparseInterval", "SparsePoint", "SparseList",
+           "SparseRunList", "Tensor", "box", "interval_set", "intervals", "points"]

@@ -1,0 +1,208 @@
+"""Constructors of the public API: `intervals`, `interval_set`, `points`, `box` (DESIGN.md §6).
+
+Each validates its input and raises `FormatError` naming the argument and the first bad index
+(NaN, unsorted, overlapping, start after end, wrong shape or dtype) before building the levels.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FormatError
+from .dense import Dense
+from .element import Element, Pattern, kind_of
+from .level import CLOSED, as_array, check_no_nan, closed_eps
+from .sparse_interval import SparseInterval
+from .sparse_list import SparseList
+from .sparse_run_list import SparseRunList, endpoints_ok
+from .tensor import Tensor
+
+
+def _closed_arrays(closed, n):
+    if isinstance(closed, str):
+        le, re = closed_eps(closed)
+        return None, np.full(n, le, np.int8), np.full(n, re, np.int8)
+    names = list(closed)
+    if len(names) != n:
+        raise FormatError(f"closed: expected {n} closedness names, got {len(names)}")
+    le = np.empty(n, np.int8)
+    re = np.empty(n, np.int8)
+    for k, c in enumerate(names):
+        if c not in CLOSED:
+            raise FormatError(f"closed[{k}] = {c!r} is not one of {sorted(CLOSED)}")
+        le[k], re[k] = CLOSED[c]
+    return "mixed", le, re
+
+
+def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, merge=False) -> Tensor:
+    """A 1-D piecewise-constant tensor A[x] over a real axis: value k on interval k, `fill` elsewhere.
+
+    Parameters
+    ----------
+    start, end : 1-D float arrays (n,)
+        Interval endpoints (±inf allowed: start may be -inf, end may be +inf).
+    values : 1-D array (n,) of bool, int or float, optional
+        None gives a boolean tensor (true on the intervals, fill false) stored as a Pattern.
+    closed : 'left' | 'right' | 'both' | 'neither', or a sequence of those per interval
+        'left' means [start, end).  A per-interval sequence gives Limit endpoints (heterogeneous).
+    fill : value outside the intervals (ignored for boolean tensors, whose fill is False).
+    sort : sort the intervals by start first.
+    merge : for boolean tensors, merge overlapping or touching intervals (as `bedtools merge`).
+
+    Returns a Tensor with format SparseRunList(Element(fill)) or SparseRunList(Pattern()).
+
+    Raises
+    ------
+    FormatError : wrong shape or dtype, NaN, start after end (or an empty half-open interval),
+        intervals out of order or overlapping — closed intervals sharing an endpoint overlap.
+    """
+    s = as_array(start, "start", np.float64)
+    e = as_array(end, "end", np.float64)
+    if s.shape != e.shape:
+        raise FormatError(f"start has {s.shape[0]} entries but end has {e.shape[0]}")
+    n = s.shape[0]
+    check_no_nan(s, "start")
+    check_no_nan(e, "end")
+    v = None
+    if values is not None:
+        v = np.asarray(values)
+        if v.ndim != 1 or v.shape[0] != n:
+            raise FormatError(f"values: expected shape ({n},), got {v.shape}")
+        try:
+            kind_of(v.dtype)
+        except FormatError:
+            raise FormatError(f"values: expected bool, integer or float values, got dtype {v.dtype}") from None
+        check_no_nan(v, "values")
+    mode, le, re = _closed_arrays(closed, n)
+    bad = np.flatnonzero(np.isposinf(s) | np.isneginf(e))
+    if bad.size:
+        raise FormatError(f"interval {int(bad[0])}: start is +inf or end is -inf")
+    bad = np.flatnonzero(~endpoints_ok(s, le, e, re))
+    if bad.size:
+        k = int(bad[0])
+        raise FormatError(f"start[{k}] = {s[k]!r} is not before end[{k}] = {e[k]!r} "
+                          f"(the interval is empty with closed={closed if isinstance(closed, str) else closed[k]!r})")
+    if sort:
+        order = np.lexsort((e, s))
+        s, e, le, re = s[order], e[order], le[order], re[order]
+        v = None if v is None else v[order]
+    if merge:
+        if v is not None:
+            raise FormatError("merge=True merges boolean intervals only (values must be None)")
+        s, e, le, re = _merge(s, e, le, re)
+        n = len(s)
+    if n > 1:
+        ok = ~endpoints_ok(s[1:], le[1:], e[:-1], re[:-1])       # end[k] < start[k+1]
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            k = int(bad[0]) + 1
+            what = "starts before the previous one" if s[k] < s[k - 1] else "overlaps the previous one"
+            raise FormatError(f"start[{k}] = {s[k]!r}: interval {k} {what} (interval {k - 1} ends at "
+                              f"end[{k - 1}] = {e[k - 1]!r}); pass sort=True / merge=True to canonicalise")
+    ptr = np.array([0, n], np.int64)
+    child = Pattern() if v is None else Element(fill, val=v, dtype=v.dtype)
+    if mode is None:
+        lvl = SparseRunList(child, ptr, s, e, closed)
+    else:
+        lvl = SparseRunList(child, ptr, s, e, None, le, re)
+    return Tensor(lvl, name="intervals")
+
+
+def _merge(s, e, le, re):
+    """Union of sorted boolean intervals; touching ([a,b) then [b,c)) and overlapping ones fuse."""
+    out = []
+    for k in range(len(s)):
+        if out:
+            ps, pe, ple, pre = out[-1]
+            # fuse when start_k <= end_prev + ε (touching or overlapping)
+            nxt_v, nxt_e = pe, min(pre + 1, 1)
+            if s[k] < nxt_v or (s[k] == nxt_v and le[k] <= nxt_e):
+                if e[k] > pe or (e[k] == pe and re[k] > pre):
+                    out[-1] = (ps, e[k], ple, re[k])
+                continue
+        out.append((s[k], e[k], le[k], re[k]))
+    if not out:
+        return s[:0], e[:0], le[:0], re[:0]
+    a = list(zip(*out))
+    return (np.array(a[0], np.float64), np.array(a[1], np.float64), np.array(a[2], np.int8),
+            np.array(a[3], np.int8))
+
+
+def interval_set(start, end, closed="left") -> Tensor:
+    """A 2-D boolean tensor S[i, x]: id i (integer, 0..n-1) owns one interval of the real axis x.
+
+    Intervals of different ids may overlap (genomic intervals, continuous paper §7.2).  Format:
+    Dense(SparseInterval(Pattern())).  Raises FormatError on NaN, start after end or shape errors.
+    """
+    s = as_array(start, "start", np.float64)
+    e = as_array(end, "end", np.float64)
+    if s.shape != e.shape:
+        raise FormatError(f"start has {s.shape[0]} entries but end has {e.shape[0]}")
+    check_no_nan(s, "start")
+    check_no_nan(e, "end")
+    lo, hi = closed_eps(closed)
+    bad = np.flatnonzero(~endpoints_ok(s, lo, e, hi))
+    if bad.size:
+        k = int(bad[0])
+        raise FormatError(f"start[{k}] = {s[k]!r} is not before end[{k}] = {e[k]!r} (closed={closed!r})")
+    return Tensor(Dense(SparseInterval(Pattern(), s, e, closed), s.shape[0]), name="interval_set")
+
+
+def points(coords) -> Tensor:
+    """A boolean tensor P[x0, ..., x{d-1}, id] of n points in d real dimensions.
+
+    coords : (n, d) float array.  Levels: SparseList over each real axis (equal coordinates share a
+    fiber), then SparseList over the integer id (0..n-1), then Pattern.  Pinpoints (continuous
+    paper §5.2, §7.1).  Raises FormatError on NaN/inf, wrong ndim or dtype.
+    """
+    c = as_array(coords, "coords", np.float64, ndim=2)
+    n, d = c.shape
+    if d < 1:
+        raise FormatError("coords: need at least one dimension")
+    bad = np.argwhere(~np.isfinite(c))
+    if bad.size:
+        i, j = bad[0]
+        raise FormatError(f"coords[{i}, {j}] = {c[i, j]!r} is not finite")
+    order = np.lexsort(tuple(c[:, j] for j in reversed(range(d))))
+    cs, ids = c[order], order.astype(np.int64)
+    # new_prefix[k][r]: row r starts a new group of its first k+1 coordinates
+    diff = np.ones((n, d), bool)
+    if n:
+        diff[1:] = cs[1:] != cs[:-1]
+    newp = np.logical_or.accumulate(diff, axis=1)
+    parent = np.zeros(n, np.int64)         # group number of each row at the previous level
+    nparents = 1
+    lvls = []
+    for k in range(d):
+        starts = newp[:, k]
+        idx = cs[starts, k]
+        counts = np.bincount(parent[starts], minlength=nparents)
+        lvls.append((np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), idx))
+        parent = np.cumsum(starts) - 1
+        nparents = int(starts.sum())
+    counts = np.bincount(parent, minlength=nparents) if n else np.zeros(nparents, np.int64)
+    level = SparseList(Pattern(), np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), ids, shape=n)
+    for ptr, idx in reversed(lvls):
+        level = SparseList(level, ptr, idx, real=True)
+    return Tensor(level, name="points")
+
+
+def box(lo, hi, closed="both") -> Tensor:
+    """A boolean tensor B[x0, ..., x{d-1}]: true on the box lo <= x <= hi (closedness per `closed`).
+
+    Format: SparseInterval over each axis, then Pattern.  Raises FormatError when lo > hi, on NaN or
+    when lo and hi differ in length."""
+    lo = as_array(np.atleast_1d(lo), "lo", np.float64)
+    hi = as_array(np.atleast_1d(hi), "hi", np.float64)
+    if lo.shape != hi.shape:
+        raise FormatError(f"lo has {lo.shape[0]} coordinates but hi has {hi.shape[0]}")
+    check_no_nan(lo, "lo")
+    check_no_nan(hi, "hi")
+    le, re = closed_eps(closed)
+    bad = np.flatnonzero(~endpoints_ok(lo, le, hi, re))
+    if bad.size:
+        k = int(bad[0])
+        raise FormatError(f"lo[{k}] = {lo[k]!r} is not below hi[{k}] = {hi[k]!r} (closed={closed!r})")
+    level = Pattern()
+    for k in reversed(range(lo.shape[0])):
+        level = SparseInterval(level, lo[k:k + 1], hi[k:k + 1], closed)
+    return Tensor(level, name="box")

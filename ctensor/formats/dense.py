@@ -1,0 +1,105 @@
+"""`Dense(child, shape)`: every integer coordinate 0..shape-1 of every fiber is stored.
+
+Source: Finch paper §3; Finch.jl `dense_levels.jl`.  Child position of (p, i) is p*shape + i.
+Unfurl is a Lookup (random access); the integer extent is the closed [0, shape-1].
+"""
+from __future__ import annotations
+
+from ..errors import FormatError
+from ..extents import Extent
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.types import I64
+from ..looplets.nodes import Fiber, Hollow, Lookup, Thunk
+from .level import Level
+
+
+class Dense(Level):
+    """Dense integer level.
+
+    Parameters
+    ----------
+    child : Level
+    shape : int, optional
+        Number of coordinates per fiber (0-based, closed extent [0, shape-1]).  May be omitted for
+        an output format, where the shape comes from the program's other tensors.
+    """
+
+    coord = "int"
+
+    def __init__(self, child: Level, shape: int | None = None):
+        if shape is not None and (not isinstance(shape, (int,)) or shape < 0):
+            try:
+                shape = int(shape)
+            except (TypeError, ValueError):
+                raise FormatError(f"Dense shape must be a non-negative integer, got {shape!r}") from None
+            if shape < 0:
+                raise FormatError(f"Dense shape must be a non-negative integer, got {shape!r}")
+        self.child, self.shape = child, shape
+
+    def format_key(self):
+        return ("Dense", self.child.format_key())
+
+    def format_str(self):
+        return f"Dense({self.child.format_str()})"
+
+    def empty(self):
+        return Dense(self.child.empty(), self.shape)
+
+    def has_data(self):
+        return self.shape is not None and self.child.has_data()
+
+    def child_count(self, npos):
+        return npos * self.shape
+
+    def arrays(self):
+        return [self.shape] + self.child.arrays()
+
+    def validate(self, npos, name):
+        if self.shape is None:
+            raise FormatError(f"{name}: Dense level has no shape")
+        self.child.validate(self.child_count(npos), name)
+
+    def eval(self, pos, coords):
+        i = coords[0]
+        if not (isinstance(i, int) and 0 <= i < self.shape):
+            raise IndexError(f"index {i!r} out of range for Dense level of shape {self.shape}")
+        return self.child.eval(pos * self.shape + i, coords[1:])
+
+    def pieces(self, pos):
+        for i in range(self.shape):
+            for c, v in self.child.pieces(pos * self.shape + i):
+                yield (i,) + c, v
+
+    def virtualize(self, ctx, name, mode="read"):
+        return VDense(ctx, self, name, mode)
+
+
+class VDense:
+    is_leaf = False
+    coord = "int"
+
+    def __init__(self, ctx, lvl: Dense, name, mode):
+        self.lvl, self.name, self.mode = lvl, name, mode
+        self.shape = ir.Read(ctx.param(name + "_shape", I64, ("shape", lvl, "shape")))
+        self.child = lvl.child.virtualize(ctx, name, mode)
+        self.fill = lvl.fill
+
+    def extent(self):
+        return Extent.integer(b.i64(0), b.sub(self.shape, b.i64(1)))
+
+    def unfurl(self, ctx, pos, ext, mode, dirty=None):
+        base = ctx.let(b.mul(pos, self.shape), self.name + "_base")
+        if mode == "read":
+            return Lookup(lambda ctx, j: Fiber(self.child, ctx.let(b.add(base, j.v), self.name + "_q")))
+        return Lookup(lambda ctx, j: Hollow(self.child, ctx.let(b.add(base, j.v), self.name + "_q"), dirty))
+
+    # ---- write side
+    def declare(self, ctx, npos):
+        self.child.declare(ctx, ctx.let(b.mul(npos, self.shape)))
+
+    def assemble(self, ctx, start, stop):
+        self.child.assemble(ctx, b.mul(start, self.shape), b.sub(b.mul(b.add(stop, b.i64(1)), self.shape), b.i64(1)))
+
+    def freeze(self, ctx, npos):
+        self.child.freeze(ctx, ctx.let(b.mul(npos, self.shape)))

@@ -1,0 +1,206 @@
+"""Leaf levels: `Element(fill)` stores one value per position; `Pattern` stores nothing (true).
+
+Source: Finch paper §3, Finch.jl `element_levels.jl`, `pattern_levels.jl`.  Values are kept as one
+of three dtypes: bool (stored one byte each), int64 and float64.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FormatError
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.types import F64, I1, I8, I64, PtrType
+from ..looplets.nodes import Value
+from .level import Level
+
+DTYPES = {"bool": (np.bool_, I8), "int": (np.int64, I64), "float": (np.float64, F64)}
+
+
+def kind_of(dtype) -> str:
+    k = np.dtype(dtype).kind
+    if k == "b":
+        return "bool"
+    if k in "iu":
+        return "int"
+    if k == "f":
+        return "float"
+    raise FormatError(f"unsupported value dtype {np.dtype(dtype)}: use bool, integer or float values")
+
+
+def kind_of_value(x) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return "bool"
+    if isinstance(x, (int, np.integer)):
+        return "int"
+    if isinstance(x, (float, np.floating)):
+        return "float"
+    raise FormatError(f"fill value {x!r} must be a bool, int or float")
+
+
+def to_ir_value(expr, kind: str):
+    """Loaded storage -> logical value (bool bytes become i1)."""
+    if kind == "bool":
+        return b.ne(expr, b.i8(0))
+    return expr
+
+
+def ir_type(kind: str):
+    return {"bool": I1, "int": I64, "float": F64}[kind]
+
+
+class Element(Level):
+    """Leaf level holding one value per position.
+
+    Parameters
+    ----------
+    fill : bool, int or float
+        The fill (background) value; the dtype of the values follows it unless `dtype` is given.
+    val : array-like, optional
+        The values, one per position of the parent level.
+    dtype : numpy dtype, optional
+    """
+
+    def __init__(self, fill=0.0, val=None, dtype=None):
+        self.kind = kind_of(dtype) if dtype is not None else kind_of_value(fill)
+        np_dtype = DTYPES[self.kind][0]
+        self._fill = np_dtype(fill).item()
+        self.val = None if val is None else np.ascontiguousarray(np.asarray(val, dtype=np_dtype))
+
+    @property
+    def is_leaf(self):
+        return True
+
+    @property
+    def fill(self):
+        return self._fill
+
+    def format_key(self):
+        return ("Element", self.kind, self._fill)
+
+    def format_str(self):
+        return f"Element({self._fill!r})"
+
+    def empty(self):
+        return Element(self._fill, dtype=DTYPES[self.kind][0])
+
+    def has_data(self):
+        return self.val is not None
+
+    def child_count(self, npos):
+        return 0
+
+    def arrays(self):
+        return [self.val]
+
+    def validate(self, npos, name):
+        if self.val is None or self.val.shape != (npos,):
+            got = None if self.val is None else self.val.shape
+            raise FormatError(f"{name}.val: expected {npos} values, got {got}")
+
+    def eval(self, pos, coords):
+        return self.val[pos].item()
+
+    def pieces(self, pos):
+        yield (), self.val[pos].item()
+
+    def virtualize(self, ctx, name, mode="read"):
+        return VElement(ctx, self, name, mode)
+
+
+class VElement:
+    def __init__(self, ctx, lvl: Element, name, mode):
+        self.lvl, self.kind, self.fill, self.name = lvl, lvl.kind, lvl.fill, name
+        storage = DTYPES[self.kind][1]
+        self.mode = mode
+        if mode == "read":
+            self.val = ir.Read(ctx.param(name + "_val", PtrType(storage), ("read", lvl, "val")))
+        else:
+            from ..lower.context import GrowBuffer
+            self.buf = GrowBuffer(ctx, name + "_val", storage, lvl, "val")
+
+    is_leaf = True
+
+    def read_leaf(self, ctx, pos):
+        v = ctx.let(to_ir_value(b.load(self.val, pos), self.kind), self.name + "_v")
+        return Value(v, self.kind)
+
+    # ---- write side
+    def declare(self, ctx, npos):
+        self.assemble(ctx, b.i64(0), b.sub(npos, b.i64(1)))
+
+    def assemble(self, ctx, start, stop):
+        self.buf.ensure(ctx, b.add(stop, b.i64(1)))
+        k = ir.Var(ctx.fresh("k"), I64, "let")
+        fill = b.const(self.fill, DTYPES[self.kind][1])
+        ctx.emit(ir.For(k, start, b.add(stop, b.i64(1)), [ir.Store(self.buf.data, ir.Read(k), fill)]))
+
+    def freeze(self, ctx, npos):
+        pass
+
+    def write_leaf(self, ctx, pos, op, rhs):
+        """val[pos] = op(val[pos], rhs); rhs is an IR expression of the logical type."""
+        from ..lower.ops import combine
+        storage = DTYPES[self.kind][1]
+        old = to_ir_value(b.load(self.buf.data, pos), self.kind)
+        new = combine(op, old, rhs)
+        if self.kind == "bool":
+            new = b.cast(I8, new)
+        ctx.emit(ir.Store(self.buf.data, pos, b.cast(storage, new)))
+
+
+class Pattern(Level):
+    """Boolean leaf that stores nothing: true at every stored position, fill false."""
+
+    kind = "bool"
+
+    @property
+    def is_leaf(self):
+        return True
+
+    @property
+    def fill(self):
+        return False
+
+    def format_key(self):
+        return ("Pattern",)
+
+    def format_str(self):
+        return "Pattern()"
+
+    def empty(self):
+        return Pattern()
+
+    def has_data(self):
+        return True
+
+    def child_count(self, npos):
+        return 0
+
+    def arrays(self):
+        return []
+
+    def validate(self, npos, name):
+        pass
+
+    def eval(self, pos, coords):
+        return True
+
+    def pieces(self, pos):
+        yield (), True
+
+    def virtualize(self, ctx, name, mode="read"):
+        if mode != "read":
+            from ..errors import InvalidProgramError
+            raise InvalidProgramError("a Pattern level cannot be written; use Element(False) for outputs")
+        return VPattern()
+
+
+class VPattern:
+    is_leaf = True
+    kind = "bool"
+    fill = False
+
+    def read_leaf(self, ctx, pos):
+        from ..looplets.nodes import FillLeaf
+        return FillLeaf(True)

@@ -1,0 +1,150 @@
+"""The level interface shared by every fibertree level format.
+
+Source: Finch paper §3 (Table 3), Finch.jl `src/tensors/abstract_level.jl`; DESIGN.md §3.
+
+A runtime `Level` owns numpy buffers for all fibers of one mode (plus its child level).  The root
+fiber of a tensor is position 0.  At compile time `virtualize(ctx)` turns a level into a
+`VirtualLevel` whose buffers are kernel parameters; the virtual level implements the Finch
+lifecycle used by the lowering:
+
+  declare(ctx, npos)            make fibers 0..npos-1 empty (fill) and writable
+  assemble(ctx, start, stop)    make child slots start..stop exist, holding the fill value
+  freeze(ctx, npos)             finish writes (counts -> prefix sums); read-only afterwards
+  unfurl(ctx, pos, ext, mode)   the looplet nest of fiber `pos` along this level's index
+  read_leaf / write_leaf        leaf levels only: read the value / write x = op(x, rhs)
+
+`thaw` is the inverse of freeze; kernels only ever write outputs they declared, so no kernel
+needs it and it is not implemented (a tensor is frozen when the kernel returns).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FormatError
+
+
+class Level:
+    """Base class of runtime levels."""
+
+    child: "Level | None" = None
+    coord: str = "int"            # 'int' or 'real': the kind of this level's index
+
+    # ---- structure
+    @property
+    def ndim(self) -> int:
+        return (0 if self.is_leaf else 1) + (self.child.ndim if self.child is not None else 0)
+
+    @property
+    def is_leaf(self) -> bool:
+        return False
+
+    @property
+    def leaf(self) -> "Level":
+        lvl = self
+        while not lvl.is_leaf:
+            lvl = lvl.child
+        return lvl
+
+    @property
+    def fill(self):
+        return self.leaf.fill
+
+    def levels(self) -> list:
+        out, lvl = [], self
+        while lvl is not None:
+            out.append(lvl)
+            lvl = lvl.child
+        return out
+
+    def format_key(self) -> tuple:
+        """Everything the generated code depends on: level kinds, dtypes, closedness, fills."""
+        raise NotImplementedError
+
+    def format_str(self) -> str:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.format_str()
+
+    def empty(self) -> "Level":
+        """A level of the same format holding no data (used as an output format)."""
+        raise NotImplementedError
+
+    def has_data(self) -> bool:
+        raise NotImplementedError
+
+    # ---- data
+    def child_count(self, npos: int) -> int:
+        """Number of child positions used by `npos` fibers of this level."""
+        raise NotImplementedError
+
+    def arrays(self) -> list:
+        """Buffers in kernel-parameter order (this level's, then the child's)."""
+        raise NotImplementedError
+
+    def validate(self, npos: int, name: str):
+        raise NotImplementedError
+
+    def eval(self, pos: int, coords: tuple):
+        raise NotImplementedError
+
+    def pieces(self, pos: int):
+        """Yield (coords, value) of the stored (non-fill-region) pieces of fiber `pos`."""
+        raise NotImplementedError
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays() if isinstance(a, np.ndarray))
+
+    def virtualize(self, ctx, name: str):
+        raise NotImplementedError
+
+
+def as_array(x, name: str, dtype=None, ndim=1) -> np.ndarray:
+    """Coerce user input to a contiguous numpy array, raising FormatError on bad shape/dtype."""
+    try:
+        a = np.asarray(x)
+    except Exception as exc:  # pragma: no cover - numpy raises many kinds
+        raise FormatError(f"{name}: cannot be converted to an array ({exc})") from None
+    if a.ndim != ndim:
+        raise FormatError(f"{name}: expected a {ndim}-D array, got shape {a.shape}")
+    if a.dtype == object or a.dtype.kind not in "biuf":
+        raise FormatError(f"{name}: expected a numeric array, got dtype {a.dtype}")
+    if dtype is not None:
+        if np.dtype(dtype).kind in "iu" and a.dtype.kind == "f":
+            if a.size and not np.all(np.isfinite(a)):
+                bad = int(np.flatnonzero(~np.isfinite(a))[0])
+                raise FormatError(f"{name}[{bad}] = {a[bad]!r} is not a finite integer")
+            if a.size and not np.all(a == np.round(a)):
+                bad = int(np.flatnonzero(a != np.round(a))[0])
+                raise FormatError(f"{name}[{bad}] = {a[bad]!r} is not an integer")
+        a = a.astype(dtype, copy=False)
+    return np.ascontiguousarray(a)
+
+
+def check_no_nan(a: np.ndarray, name: str):
+    if a.dtype.kind == "f" and a.size:
+        nan = np.isnan(a)
+        if nan.any():
+            raise FormatError(f"{name}[{int(np.flatnonzero(nan)[0])}] is NaN")
+
+
+def check_ptr(ptr: np.ndarray, npos: int, nnz: int, name: str):
+    if ptr.shape != (npos + 1,):
+        raise FormatError(f"{name}.ptr: expected length {npos + 1}, got {ptr.shape[0]}")
+    if ptr[0] != 0:
+        raise FormatError(f"{name}.ptr[0] must be 0, got {ptr[0]}")
+    d = np.diff(ptr)
+    if (d < 0).any():
+        raise FormatError(f"{name}.ptr[{int(np.flatnonzero(d < 0)[0]) + 1}] decreases")
+    if ptr[-1] != nnz:
+        raise FormatError(f"{name}.ptr[-1] = {ptr[-1]} but there are {nnz} entries")
+
+
+CLOSED = {"left": (0, -1), "right": (1, 0), "both": (0, 0), "neither": (1, -1)}
+
+
+def closed_eps(closed: str, name="closed"):
+    """(left ε, right ε) of a closedness name: 'left' = [a, b) = [a, b-ε]."""
+    if closed not in CLOSED:
+        raise FormatError(f"{name}: expected one of {sorted(CLOSED)}, got {closed!r}")
+    return CLOSED[closed]

@@ -1,0 +1,238 @@
+"""`SparseList(child)`: sorted coordinates per fiber — integer ids or real pinpoints.
+
+Source: Finch paper §3 (SparseList), continuous paper §5.2 (Pinpoint level), Finch.jl
+`sparse_list_levels.jl`.  Buffers: `ptr` (npos+1, int64) and `idx` (sorted, strictly increasing
+within a fiber; int64 for integer coordinates, float64 for real pinpoints).
+
+Read looplets: Thunk → Sequence[Phase(stop = last idx, Stepper(chunk = Spike(fill, child))),
+Phase(Run(fill))]; seek gallops over `idx`.  Write looplets: Lookup of an appending writer that
+commits a coordinate only when its child became dirty (Finch digest §1.4); on a continuous index the
+Lookup is only valid on pinpoints, which the lowering checks.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+
+import numpy as np
+
+from ..errors import FormatError
+from ..extents import Extent, SymLimit, lim_le
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.types import F64, I1, I64, PtrType
+from ..limits import Limit
+from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Lookup, PhaseSpec, Run, Sequence, Spike,
+                              Stepper, Thunk)
+from .level import Level, as_array, check_no_nan, check_ptr
+
+
+class SparseList(Level):
+    """Sorted-coordinate level (pinpoints on a real axis, or sparse integer ids).
+
+    Parameters
+    ----------
+    child : Level
+    ptr : int64 array (npos+1), optional — fiber p owns entries ptr[p]..ptr[p+1]-1
+    idx : array, optional — coordinates; float64 for a real axis, integers for an integer axis
+    shape : int, optional — for an integer axis, coordinates lie in [0, shape-1]
+    real : bool, optional — force the axis kind (default: real unless `shape` is given or idx is
+        an integer array)
+    """
+
+    def __init__(self, child: Level, ptr=None, idx=None, shape=None, real=None):
+        self.child = child
+        if real is None:
+            real = shape is None and (idx is None or np.asarray(idx).dtype.kind == "f")
+        self.coord = "real" if real else "int"
+        self.shape = None if shape is None else int(shape)
+        self.ptr = None if ptr is None else as_array(ptr, "ptr", np.int64)
+        self.idx = None if idx is None else as_array(idx, "idx", np.float64 if real else np.int64)
+
+    def format_key(self):
+        return ("SparseList", self.coord, self.child.format_key())
+
+    def format_str(self):
+        return f"SparseList({self.child.format_str()})"
+
+    def empty(self):
+        return SparseList(self.child.empty(), shape=self.shape, real=self.coord == "real")
+
+    def has_data(self):
+        return self.ptr is not None and self.child.has_data()
+
+    def child_count(self, npos):
+        return int(self.ptr[npos]) if npos else 0
+
+    def arrays(self):
+        extra = [self.shape if self.shape is not None else 0] if self.coord == "int" else []
+        return extra + [self.ptr, self.idx] + self.child.arrays()
+
+    def validate(self, npos, name):
+        if self.ptr is None or self.idx is None:
+            raise FormatError(f"{name}: SparseList has no data")
+        check_ptr(self.ptr, npos, len(self.idx), name)
+        check_no_nan(self.idx, f"{name}.idx")
+        if self.coord == "real" and np.isinf(self.idx).any():
+            raise FormatError(f"{name}.idx[{int(np.flatnonzero(np.isinf(self.idx))[0])}] is infinite")
+        for p in range(npos):  # strictly increasing inside each fiber
+            seg = self.idx[self.ptr[p]:self.ptr[p + 1]]
+            bad = np.flatnonzero(np.diff(seg) <= 0)
+            if bad.size:
+                k = int(self.ptr[p] + bad[0] + 1)
+                raise FormatError(f"{name}.idx[{k}] = {self.idx[k]!r} is not greater than the previous "
+                                  "coordinate (coordinates must be sorted and distinct)")
+        if self.coord == "int" and self.idx.size:
+            if self.shape is None:
+                raise FormatError(f"{name}: an integer SparseList needs a shape")
+            bad = np.flatnonzero((self.idx < 0) | (self.idx >= self.shape))
+            if bad.size:
+                raise FormatError(f"{name}.idx[{int(bad[0])}] = {self.idx[bad[0]]} outside [0, {self.shape - 1}]")
+        self.child.validate(self.child_count(npos), name)
+
+    def eval(self, pos, coords):
+        x = coords[0]
+        lo, hi = int(self.ptr[pos]), int(self.ptr[pos + 1])
+        if isinstance(x, Limit):
+            if x.eps != 0:
+                return self.fill
+            x = x.value
+        k = bisect.bisect_left(self.idx, x, lo, hi)
+        if k < hi and self.idx[k] == x:
+            return self.child.eval(k, coords[1:])
+        return self.fill
+
+    def pieces(self, pos):
+        for k in range(int(self.ptr[pos]), int(self.ptr[pos + 1])):
+            c = self.idx[k].item()
+            c = (Limit(c), Limit(c)) if self.coord == "real" else c
+            for rest, v in self.child.pieces(k):
+                yield (c,) + rest, v
+
+    def virtualize(self, ctx, name, mode="read"):
+        return VSparseList(ctx, self, name, mode)
+
+
+class VSparseList:
+    is_leaf = False
+
+    def __init__(self, ctx, lvl: SparseList, name, mode):
+        self.lvl, self.name, self.mode, self.fill = lvl, name, mode, lvl.fill
+        self.coord = lvl.coord
+        self.cty = F64 if lvl.coord == "real" else I64
+        if lvl.coord == "int":
+            self.shape = ir.Read(ctx.param(name + "_shape", I64, ("shape", lvl, "shape")))
+        if mode == "read":
+            self.ptr = ir.Read(ctx.param(name + "_ptr", PtrType(I64), ("read", lvl, "ptr")))
+            self.idx = ir.Read(ctx.param(name + "_idx", PtrType(self.cty), ("read", lvl, "idx")))
+        else:
+            from ..lower.context import GrowBuffer
+            self.ptrbuf = GrowBuffer(ctx, name + "_ptr", I64, lvl, "ptr")
+            self.idxbuf = GrowBuffer(ctx, name + "_idx", self.cty, lvl, "idx")
+        self.child = lvl.child.virtualize(ctx, name + "c", mode)
+
+    def extent(self):
+        if self.coord == "real":
+            return Extent.real()
+        return Extent.integer(b.i64(0), b.sub(self.shape, b.i64(1)))
+
+    def _lim(self, c):
+        return SymLimit(c, b.i8(0))
+
+    # ---------------------------------------------------------------- read
+    def unfurl(self, ctx, pos, ext, mode, dirty=None):
+        if mode != "read":
+            return self._unfurl_write(ctx, pos, ext, dirty)
+        st = {}
+        n = self.name
+
+        def preamble(ctx):
+            st["q"] = ctx.mut(I64, b.load(self.ptr, pos), n + "_q")
+            st["q_stop"] = ctx.let(b.load(self.ptr, b.add(pos, b.i64(1))), n + "_q_stop")
+            none = -math.inf if self.coord == "real" else -1
+            last = ctx.mut(self.cty, b.const(none, self.cty), n + "_last")
+            ctx.if_(b.lt(ir.Read(st["q"]), st["q_stop"]),
+                    lambda: ctx.assign(last, b.load(self.idx, b.sub(st["q_stop"], b.i64(1)))))
+            # an empty fiber's last coordinate (-inf, or -1 for integers) is before every start
+            st["last"] = SymLimit(ctx.let(ir.Read(last), n + "_last"), b.i8(0))
+
+        def seek(ctx, e):
+            q = st["q"]
+
+            def search():
+                key = lambda k: lim_le(e.start, self._lim(b.load(self.idx, k)))
+                ctx.assign(q, ctx.search_first_ge(key, ir.Read(q), st["q_stop"], n + "_s"))
+            inrange = b.lt(ir.Read(q), st["q_stop"])
+            ctx.if_(inrange, lambda: ctx.if_(b.lnot(lim_le(e.start, self._lim(b.load(self.idx, ir.Read(q))))), search))
+
+        def step_preamble(ctx):
+            st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
+            st["c"] = ctx.let(b.load(self.idx, st["qv"]), n + "_c")
+
+        def nxt(ctx, full):
+            ctx.assign(st["q"], b.add(ir.Read(st["q"]), b.cast(I64, full)))
+
+        stepper = Stepper(seek=seek, preamble=step_preamble,
+                          stop=lambda ctx: self._lim(st["c"]),
+                          chunk=lambda ctx: Spike(FillLeaf(self.fill), Fiber(self.child, st["qv"])),
+                          next=nxt, stop_eps=0)
+        body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
+                         PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
+        return Thunk(body, preamble=preamble)
+
+    # ---------------------------------------------------------------- write
+    def declare(self, ctx, npos):
+        self.qos = ctx.mut(I64, b.i64(0), self.name + "_qos")
+        self.assemble(ctx, b.i64(0), b.sub(npos, b.i64(1)))
+
+    def assemble(self, ctx, start, stop):
+        self.ptrbuf.ensure(ctx, b.add(stop, b.i64(2)))
+        k = ir.Var(ctx.fresh("k"), I64, "let")
+        ctx.emit(ir.For(k, start, b.add(stop, b.i64(2)), [ir.Store(self.ptrbuf.data, ir.Read(k), b.i64(0))]))
+
+    def freeze(self, ctx, npos):
+        prefix_sum(ctx, self.ptrbuf.data, npos)
+        self.child.freeze(ctx, ctx.let(b.load(self.ptrbuf.data, npos)))
+
+    def _unfurl_write(self, ctx, pos, ext, parent_dirty):
+        st = {}
+        n = self.name
+
+        def preamble(ctx):
+            st["begin"] = ctx.let(ir.Read(self.qos), n + "_begin")
+
+        def epilogue(ctx):
+            ctx.emit(ir.Store(self.ptrbuf.data, b.add(pos, b.i64(1)), b.sub(ir.Read(self.qos), st["begin"])))
+
+        def point(ctx, j):
+            slot = {}
+
+            def pre(ctx):
+                q = ctx.let(ir.Read(self.qos), n + "_slot")
+                slot["q"] = q
+                self.idxbuf.ensure(ctx, b.add(q, b.i64(1)))
+                self.child.assemble(ctx, q, q)
+                slot["dirty"] = ctx.mut(I1, b.FALSE, n + "_dirty")
+
+            def post(ctx):
+                def commit():
+                    ctx.emit(ir.Store(self.idxbuf.data, slot["q"], j.v))
+                    ctx.assign(self.qos, b.add(slot["q"], b.i64(1)))
+                    if parent_dirty is not None:
+                        ctx.assign(parent_dirty, b.TRUE)
+                ctx.if_(ir.Read(slot["dirty"]), commit)
+
+            # Hollow is built after `pre` ran, so it reads the slot through a deferred Thunk body
+            return Thunk(Deferred(lambda: Hollow(self.child, slot["q"], slot["dirty"])), preamble=pre, epilogue=post)
+
+        return Thunk(Lookup(point), preamble=preamble, epilogue=epilogue)
+
+
+def prefix_sum(ctx, ptr, npos):
+    """ptr[k+1] += ptr[k] for k in 0..npos-1: counts -> offsets (Finch freeze)."""
+    k = ir.Var(ctx.fresh("k"), I64, "let")
+    kk = ir.Read(k)
+    body = [ir.Store(ptr, b.add(kk, b.i64(1)),
+                     b.add(b.load(ptr, b.add(kk, b.i64(1))), b.load(ptr, kk)))]
+    ctx.emit(ir.Store(ptr, b.i64(0), b.i64(0)))
+    ctx.emit(ir.For(k, b.i64(0), npos, body))

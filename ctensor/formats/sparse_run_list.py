@@ -1,0 +1,303 @@
+"""`SparseRunList(child)`: many disjoint intervals per fiber — the continuous paper's Interval level.
+
+Source: continuous paper §5.2 (Interval format, homogeneous vs heterogeneous closedness), Finch.jl
+`sparse_rle_levels.jl` (ptr/left/right; unfurl at lines 590-680).  Buffers: `ptr` (npos+1),
+`left`, `right` (float64 endpoints, sorted; interval k of a fiber ends strictly before interval
+k+1 starts, under the Limit order).
+
+* homogeneous (`closed` = 'left' | 'right' | 'both' | 'neither'): the ε of every endpoint is a
+  compile-time constant; only the two float64 arrays are stored and loaded;
+* heterogeneous (`closed=None`): two more int8 arrays `left_eps`, `right_eps` hold the ε of each
+  endpoint (Limit endpoints).
+
+Read looplets: Thunk → Sequence[Phase(stop = last right, Stepper(seek over `right`; chunk =
+Sequence[Phase(stop = left − ε, Run(fill)), Phase(Run(child))]; next when the step ends at
+right)), Phase(Run(fill))].  Write looplet: AcceptRun, recording the whole extent [s, t] of each
+run whose child became dirty (outputs are always written heterogeneous; the runtime converts to
+homogeneous when every endpoint has the same ε).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+
+import numpy as np
+
+from ..errors import FormatError
+from ..extents import Extent, SymLimit, lim_le
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.types import F64, I1, I8, I64, PtrType
+from ..limits import Limit
+from ..looplets.nodes import (AcceptRun, Deferred, FillLeaf, Fiber, Hollow, PhaseSpec, Run,
+                              Sequence, Stepper, Thunk)
+from .level import Level, as_array, check_no_nan, check_ptr, closed_eps
+from .sparse_list import prefix_sum
+
+
+def endpoints_ok(lv, le, rv, re):
+    """Vectorised Limit test left <= right."""
+    return (lv < rv) | ((lv == rv) & (le <= re))
+
+
+class SparseRunList(Level):
+    """Interval level over a real axis.
+
+    Parameters
+    ----------
+    child : Level
+    ptr : int64 array (npos+1), optional
+    left, right : float64 arrays, optional — interval endpoints
+    closed : {'left', 'right', 'both', 'neither'} or None
+        Homogeneous closedness ('left' = [a, b)), or None for per-endpoint `left_eps`/`right_eps`.
+    left_eps, right_eps : int8 arrays in {-1, 0, +1}, only when closed is None.
+    """
+
+    coord = "real"
+
+    def __init__(self, child: Level, ptr=None, left=None, right=None, closed="left",
+                 left_eps=None, right_eps=None):
+        self.child = child
+        self.closed = closed
+        if closed is not None:
+            closed_eps(closed)
+        self.ptr = None if ptr is None else as_array(ptr, "ptr", np.int64)
+        self.left = None if left is None else as_array(left, "left", np.float64)
+        self.right = None if right is None else as_array(right, "right", np.float64)
+        self.left_eps = None if left_eps is None else as_array(left_eps, "left_eps", np.int8)
+        self.right_eps = None if right_eps is None else as_array(right_eps, "right_eps", np.int8)
+
+    # ---- structure
+    def format_key(self):
+        return ("SparseRunList", self.closed, self.child.format_key())
+
+    def format_str(self):
+        c = "" if self.closed == "left" else f", closed={self.closed!r}"
+        return f"SparseRunList({self.child.format_str()}{c})"
+
+    def empty(self):
+        return SparseRunList(self.child.empty(), closed=self.closed)
+
+    def has_data(self):
+        return self.ptr is not None and self.child.has_data()
+
+    def child_count(self, npos):
+        return int(self.ptr[npos]) if npos else 0
+
+    def arrays(self):
+        eps = [self.left_eps, self.right_eps] if self.closed is None else []
+        return [self.ptr, self.left, self.right] + eps + self.child.arrays()
+
+    def eps_arrays(self):
+        """(left ε, right ε) as arrays (broadcast constants for a homogeneous level)."""
+        if self.closed is None:
+            return self.left_eps, self.right_eps
+        le, re = closed_eps(self.closed)
+        n = len(self.left)
+        return np.full(n, le, np.int8), np.full(n, re, np.int8)
+
+    def validate(self, npos, name):
+        if self.ptr is None or self.left is None or self.right is None:
+            raise FormatError(f"{name}: SparseRunList has no data")
+        n = len(self.left)
+        if len(self.right) != n:
+            raise FormatError(f"{name}: left has {n} endpoints but right has {len(self.right)}")
+        check_ptr(self.ptr, npos, n, name)
+        check_no_nan(self.left, f"{name}.left")
+        check_no_nan(self.right, f"{name}.right")
+        if self.closed is None:
+            for a, nm in ((self.left_eps, "left_eps"), (self.right_eps, "right_eps")):
+                if a is None or len(a) != n:
+                    raise FormatError(f"{name}.{nm}: expected {n} values")
+                lo, hi = (0, 1) if nm == "left_eps" else (-1, 0)
+                bad = np.flatnonzero((a < lo) | (a > hi))
+                if bad.size:
+                    raise FormatError(f"{name}.{nm}[{int(bad[0])}] = {a[bad[0]]} is not {lo} or {hi} "
+                                      "(a closed or open endpoint)")
+        le, re = self.eps_arrays()
+        bad = np.flatnonzero(~endpoints_ok(self.left, le, self.right, re))
+        if bad.size:
+            k = int(bad[0])
+            raise FormatError(f"{name}: interval {k} is empty or reversed (start {self.left[k]!r} > end {self.right[k]!r})")
+        bad = np.flatnonzero(np.isposinf(self.left) | np.isneginf(self.right))
+        if bad.size:
+            raise FormatError(f"{name}: interval {int(bad[0])} starts at +inf or ends at -inf")
+        # disjoint and sorted inside each fiber: right[k] < left[k+1] (Limit order)
+        ok = ~endpoints_ok(self.left[1:], le[1:], self.right[:-1], re[:-1])
+        starts = np.zeros(n, bool)
+        starts[self.ptr[:-1][self.ptr[:-1] < n]] = True   # first interval of a fiber: no predecessor
+        bad = np.flatnonzero(~ok & ~starts[1:])
+        if bad.size:
+            k = int(bad[0]) + 1
+            raise FormatError(f"{name}: interval {k} [{self.left[k]!r}, {self.right[k]!r}] overlaps or precedes "
+                              f"interval {k - 1} [{self.left[k - 1]!r}, {self.right[k - 1]!r}] "
+                              "(intervals of a fiber must be sorted and disjoint)")
+        self.child.validate(self.child_count(npos), name)
+
+    # ---- runtime access
+    def _limits(self, k):
+        le, re = (self.left_eps[k], self.right_eps[k]) if self.closed is None else closed_eps(self.closed)
+        return Limit(self.left[k].item(), int(le)), Limit(self.right[k].item(), int(re))
+
+    def eval(self, pos, coords):
+        x = Limit.of(coords[0])
+        lo, hi = int(self.ptr[pos]), int(self.ptr[pos + 1])
+        k = bisect.bisect_left(self.right, x.value, lo, hi)  # first right >= x.value
+        while k < hi:
+            left, right = self._limits(k)
+            if right < x:
+                k += 1
+                continue
+            if left <= x:
+                return self.child.eval(k, coords[1:])
+            break
+        return self.fill
+
+    def pieces(self, pos):
+        for k in range(int(self.ptr[pos]), int(self.ptr[pos + 1])):
+            for rest, v in self.child.pieces(k):
+                yield (self._limits(k),) + rest, v
+
+    def virtualize(self, ctx, name, mode="read"):
+        return VSparseRunList(ctx, self, name, mode)
+
+
+class VSparseRunList:
+    is_leaf = False
+    coord = "real"
+
+    def __init__(self, ctx, lvl: SparseRunList, name, mode):
+        self.lvl, self.name, self.mode, self.fill = lvl, name, mode, lvl.fill
+        self.closed = lvl.closed if mode == "read" else None
+        P = lambda nm, ty: ir.Read(ctx.param(f"{name}_{nm}", PtrType(ty), ("read", lvl, nm)))
+        if mode == "read":
+            self.ptr, self.left, self.right = P("ptr", I64), P("left", F64), P("right", F64)
+            if self.closed is None:
+                self.left_eps, self.right_eps = P("left_eps", I8), P("right_eps", I8)
+        else:
+            from ..lower.context import GrowBuffer
+            self.bufs = {nm: GrowBuffer(ctx, f"{name}_{nm}", ty, lvl, nm)
+                         for nm, ty in (("ptr", I64), ("left", F64), ("right", F64), ("left_eps", I8), ("right_eps", I8))}
+        self.child = lvl.child.virtualize(ctx, name + "c", mode)
+
+    def extent(self):
+        return Extent.real()
+
+    def _left(self, k):
+        if self.closed is None:
+            return SymLimit(b.load(self.left, k), b.load(self.left_eps, k))
+        return SymLimit(b.load(self.left, k), b.i8(closed_eps(self.closed)[0]))
+
+    def _right(self, k):
+        if self.closed is None:
+            return SymLimit(b.load(self.right, k), b.load(self.right_eps, k))
+        return SymLimit(b.load(self.right, k), b.i8(closed_eps(self.closed)[1]))
+
+    def _bind(self, ctx, lim: SymLimit, hint):
+        return SymLimit(ctx.let(lim.v, hint), ctx.let(lim.e, hint + "_e"))
+
+    # ---------------------------------------------------------------- read
+    def unfurl(self, ctx, pos, ext, mode, dirty=None):
+        if mode != "read":
+            return self._unfurl_write(ctx, pos, ext, dirty)
+        st, n = {}, self.name
+
+        def preamble(ctx):
+            st["q"] = ctx.mut(I64, b.load(self.ptr, pos), n + "_q")
+            st["q_stop"] = ctx.let(b.load(self.ptr, b.add(pos, b.i64(1))), n + "_q_stop")
+            nonempty = ctx.let(b.lt(ir.Read(st["q"]), st["q_stop"]), n + "_nonempty")
+            # an empty fiber's last stop is -inf (with the level's right ε, at most 0), which sorts
+            # before every extent start (>= -inf + ε), so its stepper phase is empty
+            if self.closed is None:
+                last = ctx.mut(F64, b.f64(-math.inf), n + "_last")
+                laste = ctx.mut(I8, b.i8(0), n + "_last_e")
+
+                def load_last():
+                    r = self._right(b.sub(st["q_stop"], b.i64(1)))
+                    ctx.assign(last, r.v)
+                    ctx.assign(laste, r.e)
+                ctx.if_(nonempty, load_last)
+                st["last"] = SymLimit(ctx.let(ir.Read(last), n + "_last"), ctx.let(ir.Read(laste), n + "_last_e"))
+            else:
+                last = ctx.mut(F64, b.f64(-math.inf), n + "_last")
+                ctx.if_(nonempty, lambda: ctx.assign(last, b.load(self.right, b.sub(st["q_stop"], b.i64(1)))))
+                st["last"] = SymLimit(ctx.let(ir.Read(last), n + "_last"), b.i8(closed_eps(self.closed)[1]))
+
+        def seek(ctx, e):
+            q = st["q"]
+
+            def search():
+                key = lambda k: lim_le(e.start, self._right(k))
+                ctx.assign(q, ctx.search_first_ge(key, ir.Read(q), st["q_stop"], n + "_s"))
+            ctx.if_(b.lt(ir.Read(q), st["q_stop"]),
+                    lambda: ctx.if_(b.lnot(lim_le(e.start, self._right(ir.Read(q)))), search))
+
+        def step_preamble(ctx):
+            qv = st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
+            st["l"] = self._bind(ctx, self._left(qv), n + "_l")
+            st["r"] = self._bind(ctx, self._right(qv), n + "_r")
+
+        def chunk(ctx):
+            e = Extent.real()
+            return Sequence([PhaseSpec(body=lambda ctx, ext: Run(FillLeaf(self.fill)),
+                                       stop=lambda ctx, ext: e.minus_unit(st["l"])),
+                             PhaseSpec(body=lambda ctx, ext: Run(Fiber(self.child, st["qv"])))])
+
+        def nxt(ctx, full):
+            ctx.assign(st["q"], b.add(ir.Read(st["q"]), b.cast(I64, full)))
+
+        stop_eps = None if self.closed is None else closed_eps(self.closed)[1]
+        stepper = Stepper(seek=seek, preamble=step_preamble, stop=lambda ctx: st["r"], chunk=chunk, next=nxt,
+                          stop_eps=stop_eps)
+        body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
+                         PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
+        return Thunk(body, preamble=preamble)
+
+    # ---------------------------------------------------------------- write
+    def declare(self, ctx, npos):
+        self.qos = ctx.mut(I64, b.i64(0), self.name + "_qos")
+        self.assemble(ctx, b.i64(0), b.sub(npos, b.i64(1)))
+
+    def assemble(self, ctx, start, stop):
+        ptr = self.bufs["ptr"]
+        ptr.ensure(ctx, b.add(stop, b.i64(2)))
+        k = ir.Var(ctx.fresh("k"), I64, "let")
+        ctx.emit(ir.For(k, start, b.add(stop, b.i64(2)), [ir.Store(ptr.data, ir.Read(k), b.i64(0))]))
+
+    def freeze(self, ctx, npos):
+        prefix_sum(ctx, self.bufs["ptr"].data, npos)
+        self.child.freeze(ctx, ctx.let(b.load(self.bufs["ptr"].data, npos)))
+
+    def _unfurl_write(self, ctx, pos, ext, parent_dirty):
+        st, n = {}, self.name
+
+        def preamble(ctx):
+            st["begin"] = ctx.let(ir.Read(self.qos), n + "_begin")
+
+        def epilogue(ctx):
+            ctx.emit(ir.Store(self.bufs["ptr"].data, b.add(pos, b.i64(1)), b.sub(ir.Read(self.qos), st["begin"])))
+
+        def accept(ctx, e):
+            slot = {}
+
+            def pre(ctx):
+                q = slot["q"] = ctx.let(ir.Read(self.qos), n + "_slot")
+                for nm in ("left", "right", "left_eps", "right_eps"):
+                    self.bufs[nm].ensure(ctx, b.add(q, b.i64(1)))
+                self.child.assemble(ctx, q, q)
+                slot["dirty"] = ctx.mut(I1, b.FALSE, n + "_dirty")
+
+            def post(ctx):
+                def commit():
+                    q = slot["q"]
+                    for nm, val in (("left", e.start.v), ("left_eps", e.start.e),
+                                    ("right", e.stop.v), ("right_eps", e.stop.e)):
+                        ctx.emit(ir.Store(self.bufs[nm].data, q, val))
+                    ctx.assign(self.qos, b.add(q, b.i64(1)))
+                    if parent_dirty is not None:
+                        ctx.assign(parent_dirty, b.TRUE)
+                ctx.if_(ir.Read(slot["dirty"]), commit)
+
+            return Thunk(Deferred(lambda: Hollow(self.child, slot["q"], slot["dirty"])), preamble=pre, epilogue=post)
+
+        return Thunk(AcceptRun(accept), preamble=preamble, epilogue=epilogue)

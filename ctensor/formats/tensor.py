@@ -1,0 +1,146 @@
+"""`Tensor`: a fibertree — a root level (position 0) with its children.
+
+Index order is row-major: `T[x, y, id]` reads the root level with x, its child with y, and so on
+(DESIGN.md §2).  A tensor is immutable once built; constructors validate their input and raise
+`FormatError` naming the argument and the first offending index.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FormatError
+from ..limits import Limit
+from .dense import Dense
+from .element import Element, Pattern
+from .level import Level
+from .sparse_list import SparseList
+
+
+class Tensor:
+    """A continuous (or discrete) tensor stored as a tree of levels.
+
+    Parameters
+    ----------
+    format : Level
+        The root level, e.g. ``SparseRunList(Element(0.0), ptr=..., left=..., right=...)``.  A level
+        tree without buffers is an empty tensor (all fill), usable as an output format (``out=``).
+    data : numpy array, optional
+        Dense data to convert into `format` (integer modes only: Dense / integer SparseList levels;
+        the leaf's fill value decides what is stored).
+    name : str
+        Used in error messages.
+
+    Raises
+    ------
+    FormatError
+        The buffers violate the format (unsorted, overlapping, NaN, wrong lengths, ...).
+    """
+
+    def __init__(self, format: Level, data=None, name: str = "tensor"):
+        if not isinstance(format, Level):
+            raise TypeError(f"{name}: format must be a level such as ct.Dense(ct.Element(0.0)), got {format!r}")
+        if data is not None:
+            format = from_dense(format, data, name)
+        self.level = format
+        self.name = name
+        if format.has_data():
+            format.validate(1, name)
+
+    # ---- structure
+    @property
+    def format(self) -> Level:
+        return self.level.empty()
+
+    @property
+    def ndim(self) -> int:
+        return self.level.ndim
+
+    @property
+    def fill(self):
+        return self.level.fill
+
+    @property
+    def leaf_kind(self) -> str:
+        return self.level.leaf.kind
+
+    def levels(self) -> list:
+        return self.level.levels()
+
+    @property
+    def is_empty_format(self) -> bool:
+        return not self.level.has_data()
+
+    @property
+    def nbytes(self) -> int:
+        return self.level.nbytes()
+
+    # ---- evaluation
+    def __getitem__(self, coords):
+        """The value at a point: ints for integer modes, floats or `Limit`s for real modes."""
+        if not isinstance(coords, tuple):
+            coords = (coords,)
+        if len(coords) != self.ndim:
+            raise IndexError(f"{self.name} has {self.ndim} modes, got {len(coords)} coordinates")
+        if self.is_empty_format:
+            return self.fill
+        return self.level.eval(0, tuple(c if isinstance(c, (int, Limit)) else float(c) for c in coords))
+
+    def pieces(self) -> list:
+        """Stored pieces as (coords, value): an int per integer mode, a closed Limit interval
+        (lo, hi) per real mode.  Everything else is the fill value."""
+        if self.is_empty_format:
+            return []
+        return list(self.level.pieces(0))
+
+    def to_numpy(self) -> np.ndarray:
+        """Dense numpy array of a tensor whose modes are all integer (Dense or integer SparseList)."""
+        shape = []
+        for lvl in self.levels():
+            if lvl.is_leaf:
+                break
+            if lvl.coord != "int":
+                raise TypeError(f"{self.name} has a real-indexed mode ({type(lvl).__name__}); use .pieces()")
+            shape.append(lvl.shape)
+        kind = self.leaf_kind
+        dtype = {"bool": np.bool_, "int": np.int64, "float": np.float64}[kind]
+        out = np.full(shape, self.fill, dtype=dtype)
+        for c, v in self.pieces():
+            out[c] = v
+        return out
+
+    def __repr__(self):
+        return f"Tensor({self.level.format_str()}, ndim={self.ndim})"
+
+
+def from_dense(fmt: Level, data, name: str) -> Level:
+    arr = np.asarray(data)
+    depth = fmt.ndim
+    if arr.ndim != depth:
+        raise FormatError(f"{name}: format has {depth} modes but data has shape {arr.shape}")
+    return _build(fmt, [arr], name)
+
+
+def _build(fmt: Level, fibers: list, name: str) -> Level:
+    if isinstance(fmt, Element):
+        return Element(fmt.fill, val=np.array([f.item() for f in fibers]), dtype=
+                       {"bool": np.bool_, "int": np.int64, "float": np.float64}[fmt.kind])
+    if isinstance(fmt, Pattern):
+        return Pattern()
+    fill = fmt.fill
+    if isinstance(fmt, Dense):
+        n = fibers[0].shape[0] if fibers else 0
+        return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name), n)
+    if isinstance(fmt, SparseList) and fmt.coord == "int":
+        n = fibers[0].shape[0] if fibers else 0
+        ptr, idx, kids = [0], [], []
+        for f in fibers:
+            for i in range(n):
+                if np.any(f[i] != fill):
+                    idx.append(i)
+                    kids.append(f[i])
+            ptr.append(len(idx))
+        if isinstance(fmt.leaf, Pattern) and any(np.any((k != True) & (k != False)) for k in kids):
+            raise FormatError(f"{name}: a Pattern leaf holds booleans only")
+        return SparseList(_build(fmt.child, kids, name), ptr=np.array(ptr), idx=np.array(idx, dtype=np.int64), shape=n)
+    raise FormatError(f"{name}: cannot build {type(fmt).__name__} from a dense array; use ct.intervals, "
+                      "ct.points or the level's buffers")

@@ -1,0 +1,253 @@
+"""Smart constructors for IR expressions: build and fold in one step.
+
+Every expression the lowering creates goes through these functions, so constant folding,
+identities (x+0, x*1, min(x, +inf)), structural self-comparisons (x <= x) and boolean shortcuts
+happen at construction time.  This is the compile-time prover of the lowering (Finch's
+`prove`, digest §4.4): a guard that folds to a constant is decided at compile time, anything else
+becomes a runtime check, so a weak fold costs speed, never correctness.
+"""
+from __future__ import annotations
+
+import math
+
+from .nodes import Bin, Cast, Cmp, Const, Load, Read, Select, Un
+from .types import F32, F64, I1, I8, I32, I64, PtrType, ScalarType
+
+TRUE = Const(True, I1)
+FALSE = Const(False, I1)
+
+
+def const(value, ty: ScalarType) -> Const:
+    if ty is I1:
+        return Const(bool(value), I1)
+    if ty.is_float:
+        return Const(float(value), ty)
+    return Const(int(value), ty)
+
+
+def is_const(e, value=None) -> bool:
+    return isinstance(e, Const) and (value is None or e.value == value)
+
+
+def _wrap(v: int, ty: ScalarType) -> int:
+    bits = ty.bits
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
+
+def _fold_bin(op, a, b, ty):
+    if op == "add":
+        r = a + b
+    elif op == "sub":
+        r = a - b
+    elif op == "mul":
+        r = a * b
+    elif op == "min":
+        r = min(a, b)
+    elif op == "max":
+        r = max(a, b)
+    elif op == "and":
+        r = a & b if ty is not I1 else (a and b)
+    elif op == "or":
+        r = a | b if ty is not I1 else (a or b)
+    elif op == "xor":
+        r = a ^ b if ty is not I1 else (a != b)
+    else:
+        return None
+    if ty.is_float:
+        return Const(float(r), ty)
+    if ty is I1:
+        return Const(bool(r), I1)
+    return Const(_wrap(int(r), ty), ty)
+
+
+def binop(op: str, a, b):
+    ty = a.type
+    if isinstance(a, Const) and isinstance(b, Const):
+        folded = _fold_bin(op, a.value, b.value, ty)
+        if folded is not None:
+            return folded
+    if op == "add":
+        if is_const(b, 0) and not ty.is_float or is_const(b, 0.0) and ty.is_float:
+            return a
+        if is_const(a, 0):
+            return b
+    elif op == "sub":
+        if is_const(b, 0):
+            return a
+        if a == b and not ty.is_float:
+            return const(0, ty)
+    elif op == "mul":
+        if is_const(b, 1):
+            return a
+        if is_const(a, 1):
+            return b
+        if not ty.is_float and (is_const(a, 0) or is_const(b, 0)):
+            return const(0, ty)
+    elif op in ("min", "max"):
+        if a == b:
+            return a
+        inf = math.inf if op == "min" else -math.inf
+        if ty.is_float:
+            if is_const(a, inf):
+                return b
+            if is_const(b, inf):
+                return a
+            if is_const(a, -inf) or is_const(b, -inf):
+                return const(-inf, ty)
+    elif op == "and" and ty is I1:
+        if is_const(a, True):
+            return b
+        if is_const(b, True):
+            return a
+        if is_const(a, False) or is_const(b, False):
+            return FALSE
+        if a == b:
+            return a
+    elif op == "or" and ty is I1:
+        if is_const(a, False):
+            return b
+        if is_const(b, False):
+            return a
+        if is_const(a, True) or is_const(b, True):
+            return TRUE
+        if a == b:
+            return a
+    return Bin(op, a, b)
+
+
+def add(a, b):
+    return binop("add", a, b)
+
+
+def sub(a, b):
+    return binop("sub", a, b)
+
+
+def mul(a, b):
+    return binop("mul", a, b)
+
+
+def div(a, b):
+    if isinstance(a, Const) and isinstance(b, Const) and a.type.is_float and b.value != 0:
+        return Const(a.value / b.value, a.type)
+    if is_const(b, 1):
+        return a
+    return Bin("div", a, b)
+
+
+def minimum(a, b):
+    return binop("min", a, b)
+
+
+def maximum(a, b):
+    return binop("max", a, b)
+
+
+def land(a, b):
+    return binop("and", a, b)
+
+
+def lor(a, b):
+    return binop("or", a, b)
+
+
+def lnot(a):
+    if isinstance(a, Const):
+        return Const(not a.value, I1) if a.type is I1 else Const(~a.value, a.type)
+    if isinstance(a, Un) and a.op == "not":
+        return a.a
+    if isinstance(a, Cmp):
+        flip = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
+        if not a.a.type.is_float:  # for floats, !(a<b) is not (a>=b) under NaN
+            return Cmp(flip[a.op], a.a, a.b)
+    return Un("not", a)
+
+
+_PYCMP = {"lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y: x > y,
+          "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y}
+
+
+def cmp(op: str, a, b):
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(bool(_PYCMP[op](a.value, b.value)), I1)
+    if a == b:
+        return Const(op in ("le", "ge", "eq"), I1)
+    if a.type.is_float:
+        # comparisons against infinities that hold for every non-NaN value
+        if op == "le" and (is_const(a, -math.inf) or is_const(b, math.inf)):
+            return TRUE
+        if op == "ge" and (is_const(a, math.inf) or is_const(b, -math.inf)):
+            return TRUE
+        if op == "lt" and (is_const(b, -math.inf) or is_const(a, math.inf)):
+            return FALSE
+        if op == "gt" and (is_const(a, -math.inf) or is_const(b, math.inf)):
+            return FALSE
+    return Cmp(op, a, b)
+
+
+def lt(a, b):
+    return cmp("lt", a, b)
+
+
+def le(a, b):
+    return cmp("le", a, b)
+
+
+def eq(a, b):
+    return cmp("eq", a, b)
+
+
+def ne(a, b):
+    return cmp("ne", a, b)
+
+
+def select(c, a, b):
+    if is_const(c, True):
+        return a
+    if is_const(c, False):
+        return b
+    if a == b:
+        return a
+    return Select(c, a, b)
+
+
+def cast(ty: ScalarType, a):
+    if a.type == ty:
+        return a
+    if isinstance(a, Const) and not isinstance(ty, PtrType):
+        return const(a.value, ty)
+    return Cast(ty, a)
+
+
+def load(ptr, index):
+    return Load(ptr, cast(I64, index))
+
+
+def neg(a):
+    if isinstance(a, Const):
+        return Const(-a.value, a.type)
+    return Un("neg", a)
+
+
+def sqrt(a):
+    if isinstance(a, Const) and a.value >= 0:
+        return Const(math.sqrt(a.value), a.type)
+    return Un("sqrt", a)
+
+
+def i64(v) -> Const:
+    return Const(int(v), I64)
+
+
+def f64(v) -> Const:
+    return Const(float(v), F64)
+
+
+def i8(v) -> Const:
+    return Const(int(v), I8)
+
+
+__all__ = ["const", "is_const", "binop", "add", "sub", "mul", "div", "minimum", "maximum", "land",
+           "lor", "lnot", "cmp", "lt", "le", "eq", "ne", "select", "cast", "load", "neg", "sqrt",
+           "i64", "f64", "i8", "TRUE", "FALSE", "Read", "I1", "I8", "I32", "I64", "F32", "F64"]

@@ -1,0 +1,122 @@
+"""`Limit`: a real number plus an infinitesimal sign, the coordinate type of continuous tensors.
+
+Source: the continuous tensor paper, §5.1 ("Definition of Limit"); Finch.jl `src/util/limits.jl`.
+`Limit(v, -1)` is v−ε (just below v), `Limit(v, 0)` is v, `Limit(v, +1)` is v+ε.  An open endpoint
+is a closed endpoint moved by ε, so every interval is closed over Limits: `[a, b)` = `[a, b−ε]`.
+
+* Order is lexicographic on (value, eps): v−ε < v < v+ε < w−ε for v < w.
+* Addition and subtraction saturate the ε part to {-1, 0, +1}: (a+ε)+ε = a+ε.
+* `drop_eps` forgets ε (used for Lebesgue lengths); `plus_eps` / `minus_eps` move by one ε.
+"""
+from __future__ import annotations
+
+import math
+from functools import total_ordering
+
+
+def _sat(e: int) -> int:
+    return -1 if e < 0 else (1 if e > 0 else 0)
+
+
+@total_ordering
+class Limit:
+    """A real value with an infinitesimal sign.
+
+    Parameters
+    ----------
+    value : float or int
+        The real part.  ±inf are allowed; NaN raises ``ValueError``.
+    eps : int
+        -1, 0 or +1.  Any other value raises ``ValueError``.
+    """
+
+    __slots__ = ("value", "eps")
+
+    def __init__(self, value, eps: int = 0):
+        if isinstance(value, Limit):
+            value, eps = value.value, _sat(value.eps + eps)
+        if eps not in (-1, 0, 1):
+            raise ValueError(f"Limit eps must be -1, 0 or +1, got {eps!r}")
+        if isinstance(value, float) and math.isnan(value):
+            raise ValueError("Limit value must not be NaN")
+        self.value = value
+        self.eps = int(eps)
+
+    @staticmethod
+    def of(x) -> "Limit":
+        """Coerce a number or Limit to a Limit (numbers get eps 0)."""
+        return x if isinstance(x, Limit) else Limit(x, 0)
+
+    # ordering -----------------------------------------------------------------
+    def _key(self):
+        return (self.value, self.eps)
+
+    def __eq__(self, other):
+        if isinstance(other, (int, float)):
+            other = Limit(other)
+        if not isinstance(other, Limit):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __lt__(self, other):
+        other = Limit.of(other)
+        return self._key() < other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    # arithmetic ---------------------------------------------------------------
+    def __add__(self, other):
+        other = Limit.of(other)
+        return Limit(self.value + other.value, _sat(self.eps + other.eps))
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        other = Limit.of(other)
+        return Limit(self.value - other.value, _sat(self.eps - other.eps))
+
+    def __rsub__(self, other):
+        return Limit.of(other) - self
+
+    def __neg__(self):
+        return Limit(-self.value, -self.eps)
+
+    def __mul__(self, c):
+        """Scale by a real constant c: (a+sε)·c = ac + sign(c)·sε."""
+        if isinstance(c, Limit):
+            # (a+sε)(b+tε) = ab + sign(a t + b s) ε
+            return Limit(self.value * c.value, _sat(_sign(self.value) * c.eps + _sign(c.value) * self.eps))
+        return Limit(self.value * c, _sat(self.eps * _sign(c)))
+
+    __rmul__ = __mul__
+
+    def __repr__(self):
+        if self.eps == 0:
+            return f"Limit({self.value!r})"
+        return f"Limit({self.value!r}, {self.eps:+d})"
+
+    def __str__(self):
+        return {-1: f"{self.value}-ε", 0: f"{self.value}", 1: f"{self.value}+ε"}[self.eps]
+
+
+def _sign(x) -> int:
+    return (x > 0) - (x < 0)
+
+
+def drop_eps(x) -> float:
+    """The real part of a Limit (numbers pass through)."""
+    return x.value if isinstance(x, Limit) else x
+
+
+def plus_eps(x) -> Limit:
+    """x + ε (saturating)."""
+    return Limit.of(x) + Limit(0, 1)
+
+
+def minus_eps(x) -> Limit:
+    """x − ε (saturating)."""
+    return Limit.of(x) - Limit(0, 1)
+
+
+EPS = Limit(0, 1)

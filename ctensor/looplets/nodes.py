@@ -1,0 +1,146 @@
+"""Looplet nodes: how one fiber of a level looks along one index, relative to a target extent.
+
+Source: Looplets paper (CGO'23) §3–4; Finch paper §4; digest §2.  Each looplet is a small dataclass;
+the pass that lowers it lives in `ctensor/looplets/passes.py` and carries its priority.
+
+Callables receive the lowering context `ctx` (a `ctensor.lower.context.Context`) and emit IR into
+it.  A looplet's expressions may only read `let` variables and parameters, never mutable cursors
+directly, because expression trees are evaluated where they are finally used.
+
+Leaves (what a looplet resolves to once the index is consumed) are:
+  `Fiber(level, pos)`        a read subfiber of the next level (or a leaf level: a value);
+  `Hollow(level, pos, dirty)` a write subfiber whose writes set the `dirty` flag;
+  `FillLeaf(value)`          the whole subtensor is the fill value (a compile-time constant);
+  `Value(expr, dtype)`       a runtime scalar.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+
+# ---------------------------------------------------------------- leaves
+
+@dataclass(frozen=True, eq=False)
+class Fiber:
+    level: Any        # a virtual level
+    pos: Any          # i64 IR expression
+
+
+@dataclass(frozen=True, eq=False)
+class Hollow:
+    level: Any
+    pos: Any
+    dirty: Any        # ir Var (i1, mut) or None when the parent does not track dirtiness
+
+
+@dataclass(frozen=True)
+class FillLeaf:
+    value: Any        # Python bool/int/float
+
+
+@dataclass(frozen=True, eq=False)
+class Value:
+    expr: Any
+    dtype: str        # 'bool' | 'int' | 'float'
+
+
+class Deferred:
+    """A leaf or looplet built only after the enclosing Thunk's preamble has run (it reads
+    variables that the preamble binds)."""
+
+    def __init__(self, make: Callable):
+        self.make = make
+
+
+LEAVES = (Fiber, Hollow, FillLeaf, Value)
+
+
+# ---------------------------------------------------------------- looplets
+
+class Looplet:
+    """Base class; `kind` names the pass that lowers it."""
+    kind = "looplet"
+
+
+@dataclass(eq=False)
+class Thunk(Looplet):
+    body: Any
+    preamble: Optional[Callable] = None   # preamble(ctx)
+    epilogue: Optional[Callable] = None   # epilogue(ctx)
+    kind = "thunk"
+
+
+@dataclass(eq=False)
+class Lookup(Looplet):
+    body: Callable                        # body(ctx, j: SymLimit) -> looplet or leaf
+    kind = "lookup"
+
+
+@dataclass(eq=False)
+class Run(Looplet):
+    body: Any                             # leaf or looplet, constant over the extent
+    kind = "run"
+
+
+@dataclass(eq=False)
+class Spike(Looplet):
+    body: Any                             # value on [start, stop - unit]
+    tail: Any                             # value at stop
+    kind = "spike"
+
+
+@dataclass(eq=False)
+class Phase(Looplet):
+    body: Callable                        # body(ctx, ext) -> looplet or leaf
+    start: Any = None                     # SymLimit (absolute) or None = extent start
+    stop: Any = None                      # SymLimit (absolute) or None = extent stop
+    kind = "phase"
+
+
+@dataclass(eq=False)
+class Sequence(Looplet):
+    phases: list = field(default_factory=list)   # list[PhaseSpec]
+    kind = "sequence"
+
+
+@dataclass(eq=False)
+class PhaseSpec:
+    """A phase of a Sequence before its start is known: stop(ctx, ext) -> SymLimit or None (last)."""
+    body: Callable
+    stop: Optional[Callable] = None
+
+
+@dataclass(eq=False)
+class Stepper(Looplet):
+    """An unbounded run of chunks of the same shape (Looplets paper §4.5).
+
+    seek(ctx, ext)       move the cursor to the first chunk whose stop >= ext.start
+    preamble(ctx)        bind the current chunk's coordinates to let variables
+    stop(ctx) -> SymLimit the current chunk's last coordinate
+    chunk(ctx) -> looplet the current chunk over [prev stop + unit, stop]
+    next(ctx, full)      advance past the current chunk when `full` (i1) holds
+    stop_eps             the compile-time ε of every chunk stop, or None when it varies
+    """
+    seek: Callable
+    preamble: Callable
+    stop: Callable
+    chunk: Callable
+    next: Callable
+    stop_eps: Optional[int] = None
+    kind = "stepper"
+
+
+@dataclass(eq=False)
+class Switch(Looplet):
+    cases: list                           # [(i1 expr, looplet-or-leaf)], last case should be TRUE
+    kind = "switch"
+
+
+@dataclass(eq=False)
+class AcceptRun(Looplet):
+    body: Callable                        # body(ctx, ext) -> looplet or leaf (writer)
+    kind = "acceptrun"
+
+
+LOOPLETS = (Thunk, Lookup, Run, Spike, Phase, Sequence, Stepper, Switch, AcceptRun)

@@ -1,0 +1,224 @@
+"""One lowering pass per looplet kind, chosen by numeric priority (highest wins).
+
+Source: Looplets paper §4, Finch paper §4 (SOS rules), Finch.jl `src/looplets/*.jl`; digest §2.3.
+Each pass rewrites `for idx in ext: body` where some accesses in `body` are looplets at `idx`:
+it emits code, substitutes looplets by their children, truncates every other looplet at `idx` to
+the sub-extent it creates (`truncate`), and lowers the smaller loops recursively.  Order:
+Thunk > Switch > Phase > Sequence > Spike > Run > Stepper > AcceptRun > Lookup (DESIGN.md §4).
+"""
+from __future__ import annotations
+
+from ..errors import InvalidProgramError
+from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_min
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.types import I8
+from ..lower.lowerer import at_index, lower, resolve
+from ..lower.notation import Loop, map_accesses
+from .nodes import AcceptRun, Lookup, Phase, Run, Sequence, Spike, Stepper, Switch, Thunk
+from .truncate import truncate
+
+
+def _rewrite(ctx, loop, pick, make, ext_new=None):
+    """Substitute make(acc) for accesses at the loop index selected by `pick`; truncate the others."""
+    def f(acc):
+        if not at_index(acc, loop.idx):
+            return acc
+        if pick(acc):
+            return resolve(ctx, acc, make(acc))
+        if ext_new is not None:
+            return resolve(ctx, acc, truncate(acc.tns, loop.ext, ext_new))
+        return acc
+    return map_accesses(loop.body, f)
+
+
+def _accesses(loop, cls):
+    from ..lower.notation import walk_accesses
+    return [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and isinstance(a.tns, cls)]
+
+
+def _bind(ctx, x: SymLimit, hint) -> SymLimit:
+    return SymLimit(ctx.let(x.v, hint), ctx.let(x.e, hint + "_e"))
+
+
+# ---------------------------------------------------------------- passes
+
+def thunk_pass(ctx, loop):
+    epilogues = []
+
+    def make(acc):
+        t = acc.tns
+        if t.preamble:
+            t.preamble(ctx)
+        if t.epilogue:
+            epilogues.append(t.epilogue)
+        return t.body
+    body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Thunk), make)
+    lower(ctx, Loop(loop.idx, loop.ext, body))
+    for e in reversed(epilogues):
+        e(ctx)
+
+
+def switch_pass(ctx, loop):
+    acc = _accesses(loop, Switch)[0]
+    cases = acc.tns.cases
+
+    def branch(k):
+        cond, node = cases[k]
+        body = _rewrite(ctx, loop, lambda a: a is acc, lambda a: node)
+        go = lambda: lower(ctx, Loop(loop.idx, loop.ext, body))
+        if k == len(cases) - 1:
+            go()
+        else:
+            ctx.if_(cond, go, lambda: branch(k + 1))
+    branch(0)
+
+
+def phase_pass(ctx, loop):
+    ext = loop.ext
+    sub = ext
+    for acc in _accesses(loop, Phase):
+        ph = acc.tns
+        sub = sub.intersect(Extent(ph.start or ext.start, ph.stop or ext.stop, ext.continuous))
+    nonempty = sub.nonempty()
+    if b.is_const(nonempty, False):
+        return
+    if sub != ext:
+        sub = Extent(_bind(ctx, sub.start, loop.idx + "_start"), _bind(ctx, sub.stop, loop.idx + "_stop"),
+                     ext.continuous)
+        nonempty = sub.nonempty()
+    body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Phase), lambda a: a.tns.body(ctx, sub), sub)
+    ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)))
+
+
+def sequence_pass(ctx, loop):
+    acc = _accesses(loop, Sequence)[0]
+    ext = loop.ext
+    phases, prev = [], None
+    specs = acc.tns.phases
+    for k, spec in enumerate(specs):
+        start = ext.start if k == 0 else ext.plus_unit(prev)
+        stop = spec.stop(ctx, ext) if spec.stop is not None and k < len(specs) - 1 else None
+        phases.append(Phase(spec.body, start=start, stop=stop))
+        prev = stop if stop is not None else ext.stop
+    for ph in phases:
+        body = _rewrite(ctx, loop, lambda a: a is acc, lambda a, ph=ph: ph)
+        lower(ctx, Loop(loop.idx, ext, body))
+
+
+def spike_pass(ctx, loop):
+    ext = loop.ext
+    is_spike = lambda a: isinstance(a.tns, Spike)
+    body_ext = Extent(ext.start, ext.minus_unit(ext.stop), ext.continuous)
+    nonempty = body_ext.nonempty()
+    if not b.is_const(nonempty, False):
+        body = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.body), body_ext)
+        ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, body_ext, body)))
+    tail_ext = Extent(ext.stop, ext.stop, ext.continuous)
+    tail = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.tail), tail_ext)
+    lower(ctx, Loop(loop.idx, tail_ext, tail))
+
+
+def run_pass(ctx, loop):
+    body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Run), lambda a: a.tns.body)
+    lower(ctx, Loop(loop.idx, loop.ext, body))
+
+
+def stepper_pass(ctx, loop):
+    """Co-iterate every stepper at once (two-finger merge): each step ends at the nearest chunk
+    stop; a stepper whose chunk ends there advances (digest §2.3, Fig. 1(e) of the paper)."""
+    ext = loop.ext
+    steppers = _accesses(loop, Stepper)
+    iv = ctx.mut(ext.start.v.type, ext.start.v, loop.idx)
+    ie, const_e = None, b.i8(0)
+    if ext.continuous:
+        # When every step ends with the same constant ε c, every later start has ε = sat(c+1):
+        # keep it a constant so the merge compares plain floats.  A start at -inf may take that ε
+        # too: the only point it adds or drops is -inf itself, where no data lies.
+        eps = {acc.tns.stop_eps for acc in steppers} | {ext.stop.e.value if b.is_const(ext.stop.e) else None}
+        c = eps.pop() if len(eps) == 1 else None
+        if c is not None:
+            nxt_e = max(-1, min(1, c + 1))
+            if b.is_const(ext.start.e, nxt_e) or b.is_const(ext.start.v, float("-inf")):
+                const_e = b.i8(nxt_e)
+            else:
+                c = None
+        if c is None:
+            ie = ctx.mut(I8, ext.start.e, loop.idx + "_e")
+    cur = lambda: SymLimit(ir.Read(iv), ir.Read(ie) if ie is not None else const_e)
+    for acc in steppers:
+        acc.tns.seek(ctx, ext)
+    with ctx.block() as body:
+        i0 = _bind(ctx, cur(), loop.idx + "_i")
+        stops = {}
+        for acc in steppers:
+            acc.tns.preamble(ctx)
+            stops[acc] = _bind(ctx, acc.tns.stop(ctx), acc.name + "_stop")
+        step_stop = ext.stop
+        for s in stops.values():
+            step_stop = lim_min(step_stop, s)
+        step_stop = _bind(ctx, step_stop, loop.idx + "_step")
+        step = Extent(i0, step_stop, ext.continuous)
+        chunks = {acc: truncate(acc.tns.chunk(ctx), Extent(i0, stops[acc], ext.continuous), step)
+                  for acc in steppers}
+        new = _rewrite(ctx, loop, lambda a: a in chunks, lambda a: chunks[a], step)
+        lower(ctx, Loop(loop.idx, step, new))
+        for acc in steppers:
+            acc.tns.next(ctx, ctx.let(lim_eq(stops[acc], step_stop), acc.name + "_full"))
+        nxt = ext.plus_unit(step_stop)
+        ctx.assign(iv, nxt.v)
+        if ie is not None:
+            ctx.assign(ie, nxt.e)
+    ctx.emit(ir.While(lim_le(cur(), ext.stop), body))
+
+
+def acceptrun_pass(ctx, loop):
+    body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, AcceptRun), lambda a: a.tns.body(ctx, loop.ext))
+    lower(ctx, Loop(loop.idx, loop.ext, body))
+
+
+def lookup_pass(ctx, loop):
+    ext = loop.ext
+    is_lookup = lambda a: isinstance(a.tns, Lookup)
+    if ext.continuous:
+        pin = ext.is_pinpoint()
+        if b.is_const(pin, False):
+            names = ", ".join(a.name for a in _accesses(loop, Lookup))
+            raise InvalidProgramError(f"{names}: a pinpoint-only access (Lookup) cannot cover an interval of "
+                                      f"positive length along {loop.idx}")
+        ctx.fail_if(b.lnot(pin), ir.STATUS_LOOKUP_ON_INTERVAL)
+        point = Extent(ext.start, ext.start, True)
+        body = _rewrite(ctx, loop, is_lookup, lambda a: a.tns.body(ctx, ext.start), point)
+        lower(ctx, Loop(loop.idx, point, body))
+        return
+    j = ir.Var(ctx.fresh(loop.idx), ext.start.v.type, "let")
+    jl = SymLimit(ir.Read(j), b.i8(0))
+    point = Extent(jl, jl, False)
+    with ctx.block() as inner:
+        body = _rewrite(ctx, loop, is_lookup, lambda a: a.tns.body(ctx, jl), point)
+        lower(ctx, Loop(loop.idx, point, body))
+    ctx.emit(ir.For(j, ext.start.v, b.add(ext.stop.v, b.i64(1)), inner))
+
+
+PASSES = [  # (priority, looplet class, pass)
+    (10, Thunk, thunk_pass),
+    (9, Switch, switch_pass),
+    (8, Phase, phase_pass),
+    (7, Sequence, sequence_pass),
+    (6, Spike, spike_pass),
+    (5, Run, run_pass),
+    (3, Stepper, stepper_pass),
+    (2, AcceptRun, acceptrun_pass),
+    (1, Lookup, lookup_pass),
+]
+
+
+def choose_pass(accesses):
+    best = None
+    for acc in accesses:
+        for prio, cls, fn in PASSES:
+            if isinstance(acc.tns, cls) and (best is None or prio > best[0]):
+                best = (prio, fn)
+    if best is None:
+        raise InvalidProgramError(f"no lowering pass for {[type(a.tns).__name__ for a in accesses]}")
+    return best[1]

@@ -1,0 +1,152 @@
+"""The lowering context: where looplet passes and levels emit IR.
+
+It owns the statement stack (structured blocks), fresh names, kernel parameters (one per runtime
+buffer or scalar, in argument order) and small code helpers that levels share: `let` binding,
+mutable variables, growable buffers and the galloping/binary search used by `seek`.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.types import I1, I8, I64, PtrType, ScalarType
+
+
+class Context:
+    def __init__(self):
+        self.params: list[ir.Var] = []
+        self.param_roles: list[tuple] = []      # (role, owner, buffer name) per param
+        self._stack: list[list] = [[]]
+        self._names: dict[str, int] = {}
+        self.epilogue: list = []                # statements run after the main loop nest
+
+    # ---------------------------------------------------------------- names and params
+    def fresh(self, hint: str) -> str:
+        n = self._names.get(hint, 0)
+        self._names[hint] = n + 1
+        return hint if n == 0 else f"{hint}_{n}"
+
+    def param(self, hint: str, ty, role=None) -> ir.Var:
+        v = ir.Var(self.fresh(hint), ty, "param")
+        self.params.append(v)
+        self.param_roles.append(role)
+        return v
+
+    # ---------------------------------------------------------------- emission
+    def emit(self, stmt):
+        self._stack[-1].append(stmt)
+
+    @contextmanager
+    def block(self):
+        """Collect the statements emitted inside the `with` into a fresh list."""
+        body: list = []
+        self._stack.append(body)
+        try:
+            yield body
+        finally:
+            self._stack.pop()
+
+    def let(self, expr, hint: str = "v"):
+        """Bind an expression to an SSA value unless it is already trivial."""
+        if isinstance(expr, (ir.Const, ir.Read)) and (not isinstance(expr, ir.Read) or expr.var.kind != "mut"):
+            return expr
+        v = ir.Var(self.fresh(hint), expr.type, "let")
+        self.emit(ir.Let(v, expr))
+        return ir.Read(v)
+
+    def mut(self, ty, init, hint: str = "m") -> ir.Var:
+        v = ir.Var(self.fresh(hint), ty, "mut")
+        self.emit(ir.Assign(v, init))
+        return v
+
+    def assign(self, var: ir.Var, value):
+        self.emit(ir.Assign(var, value))
+
+    def if_(self, cond, then_fn, else_fn=None):
+        """Emit `if cond {then_fn()} else {else_fn()}`, folding constant conditions."""
+        if b.is_const(cond, True):
+            then_fn()
+            return
+        if b.is_const(cond, False):
+            if else_fn:
+                else_fn()
+            return
+        with self.block() as t:
+            then_fn()
+        e: list = []
+        if else_fn:
+            with self.block() as e:
+                else_fn()
+        if t or e:
+            self.emit(ir.If(cond, t, e))
+
+    def fail_if(self, cond, status: int):
+        self.if_(cond, lambda: self.emit(ir.Return(status)))
+
+    # ---------------------------------------------------------------- search
+    def search_first_ge(self, key_ge, lo, hi, hint="q"):
+        """Smallest q in [lo, hi) with key_ge(q) true (i1), or hi; key_ge must be monotone.
+
+        Requires lo < hi.  Galloping from lo, then binary search: O(log d) probes for a jump of d
+        (Finch's `scansearch`).  Every probe index is < hi, so no load leaves the buffer."""
+        step = self.mut(I64, b.i64(1), hint + "_step")
+        low = self.mut(I64, lo, hint + "_lo")
+        go = self.mut(I1, b.TRUE, hint + "_go")
+        with self.block() as body:
+            probe = self.let(b.add(ir.Read(low), ir.Read(step)), hint + "_probe")
+
+            def inside():
+                def advance():
+                    self.assign(low, probe)
+                    self.assign(step, b.add(ir.Read(step), ir.Read(step)))
+                self.if_(key_ge(probe), lambda: self.assign(go, b.FALSE), advance)
+            self.if_(b.lt(probe, hi), inside, lambda: self.assign(go, b.FALSE))
+        self.emit(ir.While(ir.Read(go), body))
+        high = self.mut(I64, b.minimum(b.add(ir.Read(low), ir.Read(step)), hi), hint + "_hi")
+        # key is false at every position low moved to; only the unchecked start may hold
+        self.if_(key_ge(ir.Read(low)), lambda: self.assign(high, ir.Read(low)))
+        with self.block() as body2:
+            m = self.let(b.add(ir.Read(low), ir.Bin("div", b.sub(ir.Read(high), ir.Read(low)), b.i64(2))),
+                         hint + "_mid")
+            self.if_(key_ge(m), lambda: self.assign(high, m), lambda: self.assign(low, b.add(m, b.i64(1))))
+        self.emit(ir.While(b.lt(ir.Read(low), ir.Read(high)), body2))
+        return self.let(ir.Read(high), hint + "_found")
+
+    # ---------------------------------------------------------------- results
+    def statements(self) -> list:
+        assert len(self._stack) == 1
+        return self._stack[0]
+
+
+class GrowBuffer:
+    """A kernel-owned buffer grown by doubling with libc realloc.
+
+    The runtime passes a two-slot i64 cell [address, capacity] (address 0 = nothing allocated);
+    the kernel keeps (pointer, capacity) in mutable variables and writes them back at the end."""
+
+    def __init__(self, ctx: Context, hint: str, elem: ScalarType, owner, attr: str):
+        self.elem = elem
+        self.cell = ctx.param(hint + "_cell", PtrType(I64), ("grow", owner, attr))
+        self.ptr = ctx.mut(PtrType(elem), b.cast(PtrType(elem), b.load(ir.Read(self.cell), 0)), hint)
+        self.cap = ctx.mut(I64, b.load(ir.Read(self.cell), 1), hint + "_cap")
+        ctx.epilogue.append(ir.Store(ir.Read(self.cell), b.i64(0), b.cast(I64, ir.Read(self.ptr))))
+        ctx.epilogue.append(ir.Store(ir.Read(self.cell), b.i64(1), ir.Read(self.cap)))
+
+    @property
+    def data(self):
+        return ir.Read(self.ptr)
+
+    def ensure(self, ctx: Context, n):
+        """Make room for at least n elements (n: i64 expression)."""
+        size = max(1, self.elem.bits // 8)
+
+        def grow():
+            newcap = ctx.let(b.maximum(n, b.maximum(b.mul(ir.Read(self.cap), b.i64(2)), b.i64(16))), "newcap")
+            raw = ir.Call("realloc", (ir.Read(self.ptr), b.mul(newcap, b.i64(size))), PtrType(self.elem))
+            p = ctx.let(raw, "grown")
+            ctx.fail_if(b.eq(b.cast(I64, p), b.i64(0)), ir.STATUS_OUT_OF_MEMORY)
+            ctx.assign(self.ptr, p)
+            ctx.assign(self.cap, newcap)
+
+        ctx.if_(b.lt(ir.Read(self.cap), n), grow)

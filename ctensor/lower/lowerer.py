@@ -1,0 +1,147 @@
+"""The recursive lowerer (Finch `lower.jl`; digest §3.3).
+
+`lower(ctx, node)` simplifies a statement and emits IR for it.  A `Loop` first unfurls every access
+whose next index is the loop's index (outermost level first: row-major, DESIGN.md §2), then hands
+the loop to the looplet pass of highest priority present (`ctensor.looplets.passes`), which emits
+code and calls `lower` again on smaller loops.  A loop with no looplet left is collapsed by measure
+(`collapse`): Lebesgue multiplies by the length with ε dropped, counting adds only on pinpoints,
+idempotent reductions (or/min/max, the Boolean measure) apply once to a non-empty extent.
+"""
+from __future__ import annotations
+
+from ..errors import InvalidProgramError
+from ..extents import Extent
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Looplet, Run, Value)
+from .notation import (Access, Assign, Block, Call, Lit, Loop, ScalarOut, Sieve, Val, map_accesses,
+                       map_assigns, walk_accesses)
+from .ops import REDUCTIONS, combine, convert, kind, to_ir
+from .simplify import simplify
+
+
+def lower(ctx, node):
+    node = simplify(node)
+    if node is None:
+        return
+    if isinstance(node, Block):
+        for s in node.stmts:
+            lower(ctx, s)
+    elif isinstance(node, Sieve):
+        ctx.if_(node.cond, lambda: lower(ctx, node.body))
+    elif isinstance(node, Assign):
+        emit_assign(ctx, node)
+    elif isinstance(node, Loop):
+        lower_loop(ctx, node)
+    else:
+        raise InvalidProgramError(f"cannot lower {node!r}")
+
+
+def at_index(acc, idx) -> bool:
+    return isinstance(acc.tns, Looplet) and bool(acc.idxs) and acc.idxs[0] == idx
+
+
+def resolve(ctx, acc: Access, new):
+    """Replace an access's looplet by `new`: a looplet keeps the index; a leaf consumes it."""
+    while isinstance(new, Deferred):
+        new = new.make()
+    if isinstance(new, Run) and isinstance(new.body, FillLeaf):
+        new = new.body                           # a run of fill is the fill, whatever the extent
+    if isinstance(new, Looplet):
+        return Access(new, acc.idxs, acc.name, acc.mode)
+    rest = acc.idxs[1:]
+    if isinstance(new, FillLeaf):
+        return Lit(new.value)
+    if isinstance(new, Value):
+        return Val(new.expr, new.dtype)
+    if isinstance(new, Fiber) and not rest:
+        leaf = new.level.read_leaf(ctx, new.pos)
+        return Lit(leaf.value) if isinstance(leaf, FillLeaf) else Val(leaf.expr, leaf.dtype)
+    return Access(new, rest, acc.name, acc.mode)
+
+
+def unfurl_accesses(ctx, loop: Loop):
+    def f(acc):
+        if acc.idxs and acc.idxs[0] == loop.idx and isinstance(acc.tns, (Fiber, Hollow)):
+            t = acc.tns
+            if isinstance(t, Fiber):
+                lp = t.level.unfurl(ctx, t.pos, loop.ext, "read")
+            else:
+                lp = t.level.unfurl(ctx, t.pos, loop.ext, "update", t.dirty)
+            return Access(lp, acc.idxs, acc.name, acc.mode)
+        return acc
+    return map_accesses(loop.body, f)
+
+
+def lower_loop(ctx, loop: Loop):
+    from ..looplets.passes import choose_pass
+    body = unfurl_accesses(ctx, loop)
+    loop = Loop(loop.idx, loop.ext, body)
+    found = [a for a in walk_accesses(body) if at_index(a, loop.idx)]
+    if not found:
+        collapse(ctx, loop)
+        return
+    choose_pass(found)(ctx, loop)
+
+
+def collapse(ctx, loop: Loop):
+    """Lower a loop whose body no longer depends on its index (Finch `collapsed`, digest §4.3)."""
+    idx, ext = loop.idx, loop.ext
+    for a in walk_accesses(loop.body):
+        if a.idxs and a.idxs[0] == idx:
+            raise InvalidProgramError(f"access {a.name}[{', '.join(a.idxs)}] could not be lowered at index {idx}")
+    cache = {}
+
+    def weight(name, make):
+        if name not in cache:
+            cache[name] = ctx.let(make(), f"{idx}_{name}")
+        return cache[name]
+
+    def f(a: Assign):
+        m = a.measures.get(idx)
+        if m is None:
+            return a                       # idx is an output index whose write took the whole run
+        rest = {k: v for k, v in a.measures.items() if k != idx}
+        a2 = a.with_(measures=rest)
+        if a.op == "+":
+            if m == "lebesgue":
+                if not ext.continuous:
+                    raise InvalidProgramError(f"Lebesgue measure on integer index {idx}: use counting")
+                w = weight("len", ext.length)
+                return a2.with_(rhs=Call("wmul", (Val(w, "float"), a.rhs)))
+            if m == "counting":
+                if ext.continuous:
+                    return Sieve(ext.is_pinpoint(), a2)
+                n = weight("count", ext.length)
+                return a2.with_(rhs=Call("*", (Val(n, "int"), a.rhs)))
+            raise InvalidProgramError("the boolean measure needs an idempotent reduction (or, min, max)")
+        if m == "lebesgue":
+            return Sieve(ext.positive_length(), a2)
+        if m == "counting" and ext.continuous:
+            return Sieve(ext.is_pinpoint(), a2)
+        return a2                          # boolean measure: the extent is non-empty here
+
+    lower(ctx, map_assigns(loop.body, f))
+
+
+def emit_assign(ctx, a: Assign):
+    if a.measures:
+        raise InvalidProgramError(f"reduction indices {sorted(a.measures)} were never looped over")
+    lhs = a.lhs
+    if isinstance(lhs, Access) and isinstance(lhs.tns, ScalarOut):
+        var = lhs.tns.var
+        rhs = to_ir(ctx, a.rhs, lhs.tns.kind)
+        ctx.assign(var, combine(a.op, ir.Read(var), rhs))
+        return
+    if isinstance(lhs, Access) and isinstance(lhs.tns, Hollow) and not lhs.idxs:
+        h = lhs.tns
+        rhs = to_ir(ctx, a.rhs, h.level.kind)
+        h.level.write_leaf(ctx, h.pos, a.op, rhs)
+        if h.dirty is not None:
+            ctx.assign(h.dirty, b.TRUE)
+        return
+    raise InvalidProgramError(f"output {getattr(lhs, 'name', lhs)} could not be lowered to a write")
+
+
+__all__ = ["lower", "resolve", "at_index", "collapse", "emit_assign", "Extent", "REDUCTIONS",
+           "kind", "convert", "Lit"]

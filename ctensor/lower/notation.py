@@ -1,0 +1,132 @@
+"""Program notation consumed by the recursive lowerer (Finch's FinchNotation, reduced).
+
+Expressions: `Lit` (compile-time constant), `Val` (runtime scalar: an IR expression), `Call`
+(an operator over expressions) and `Access` (a tensor read at indices).  Statements: `Assign`
+(`lhs = op(lhs, rhs)` with the reduction measures still to apply), `Loop`, `Sieve` and `Block`.
+
+An `Access.tns` is, as lowering proceeds, a virtual subfiber (`Fiber`/`Hollow`), a looplet at its
+first index, or a leaf.  `Access.idxs` are the indices not consumed yet; the first one is the
+loop the current looplet describes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Lit:
+    value: Any             # bool | int | float
+
+
+@dataclass(frozen=True, eq=False)
+class Val:
+    expr: Any              # IR expression
+    dtype: str             # 'bool' | 'int' | 'float'
+
+
+@dataclass(frozen=True, eq=False)
+class Call:
+    op: str                # + - * / ** neg not and or lt le gt ge eq ne min max sqrt abs
+    args: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class Access:
+    tns: Any
+    idxs: tuple
+    name: str              # user-facing tensor name, for error messages
+    mode: str = "read"     # 'read' | 'update'
+
+
+@dataclass(frozen=True, eq=False)
+class ScalarOut:
+    """A 0-d output: an accumulator variable."""
+    var: Any
+    kind: str
+
+
+@dataclass(eq=False)
+class Assign:
+    lhs: Access
+    op: str                # the reduction operator ⊕: + or min max (or '=' to overwrite)
+    rhs: Any
+    measures: dict = field(default_factory=dict)   # reduction index -> 'lebesgue'|'counting'|'boolean'
+
+    def with_(self, **kw):
+        return replace(self, **kw)
+
+
+@dataclass(eq=False)
+class Loop:
+    idx: str
+    ext: Any               # ctensor.extents.Extent
+    body: Any
+
+
+@dataclass(eq=False)
+class Sieve:
+    cond: Any              # IR i1 expression
+    body: Any
+
+
+@dataclass(eq=False)
+class Block:
+    stmts: list
+
+
+def walk_accesses(node):
+    """Yield every Access in a statement or expression tree (pre-order)."""
+    if isinstance(node, Access):
+        yield node
+    elif isinstance(node, Call):
+        for a in node.args:
+            yield from walk_accesses(a)
+    elif isinstance(node, Assign):
+        yield node.lhs
+        yield from walk_accesses(node.rhs)
+    elif isinstance(node, (Loop, Sieve)):
+        yield from walk_accesses(node.body)
+    elif isinstance(node, Block):
+        for s in node.stmts:
+            yield from walk_accesses(s)
+
+
+def map_accesses(node, fn):
+    """Rebuild a tree with fn(access) substituted for every Access (fn may return any expression)."""
+    if isinstance(node, Access):
+        return fn(node)
+    if isinstance(node, Call):
+        return Call(node.op, tuple(map_accesses(a, fn) for a in node.args))
+    if isinstance(node, Assign):
+        return node.with_(lhs=map_accesses(node.lhs, fn), rhs=map_accesses(node.rhs, fn))
+    if isinstance(node, Loop):
+        return Loop(node.idx, node.ext, map_accesses(node.body, fn))
+    if isinstance(node, Sieve):
+        return Sieve(node.cond, map_accesses(node.body, fn))
+    if isinstance(node, Block):
+        return Block([map_accesses(s, fn) for s in node.stmts])
+    return node
+
+
+def map_assigns(node, fn):
+    """Rebuild a statement tree with fn(assign) substituted for every Assign."""
+    if isinstance(node, Assign):
+        return fn(node)
+    if isinstance(node, Loop):
+        return Loop(node.idx, node.ext, map_assigns(node.body, fn))
+    if isinstance(node, Sieve):
+        return Sieve(node.cond, map_assigns(node.body, fn))
+    if isinstance(node, Block):
+        return Block([map_assigns(s, fn) for s in node.stmts])
+    return node
+
+
+def walk_assigns(node):
+    if isinstance(node, Assign):
+        yield node
+    elif isinstance(node, (Loop, Sieve)):
+        yield from walk_assigns(node.body)
+    elif isinstance(node, Block):
+        for s in node.stmts:
+            yield from walk_assigns(s)

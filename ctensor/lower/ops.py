@@ -1,0 +1,157 @@
+"""Scalar operators: value kinds, reduction operators (semirings) and conversion to IR.
+
+Kinds are 'bool' < 'int' < 'float'; arithmetic promotes to the larger kind, `*` of two bools is
+their conjunction, `/` and `sqrt` are float.  A semiring here names the reduction ⊕ and its
+identity (= the output's fill value, DESIGN.md §2); operators inside the expression keep their
+ordinary meaning.
+"""
+from __future__ import annotations
+
+import math
+
+from ..errors import InvalidProgramError
+from ..ir import build as b
+from ..ir.types import F64, I1, I64
+from .notation import Call, Lit, Val
+
+RANK = {"bool": 0, "int": 1, "float": 2}
+ARITH = {"+", "-", "*", "/", "**", "min", "max"}
+LOGIC = {"and", "or", "xor"}
+COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
+
+# reduction operators: identity (fill of the output) and whether x ⊕ x = x
+REDUCTIONS = {
+    "+": (0, False),
+    "or": (False, True),
+    "and": (True, True),
+    "min": (math.inf, True),
+    "max": (-math.inf, True),
+}
+SEMIRINGS = {"+": "+", "sum": "+", "plus": "+", "or": "or", "any": "or", "and": "and", "all": "and",
+             "min": "min", "max": "max",
+             "(+,*)": "+", "(or,and)": "or", "(min,+)": "min", "(max,*)": "max", "(min,max)": "min",
+             "(min,*)": "min", "(max,+)": "max"}
+
+
+def lit_kind(v) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    return "float"
+
+
+def kind(node) -> str:
+    if isinstance(node, Lit):
+        return lit_kind(node.value)
+    if isinstance(node, Val):
+        return node.dtype
+    if isinstance(node, Call):
+        ks = [kind(a) for a in node.args]
+        op = node.op
+        if op in COMPARE or op == "not":
+            return "bool"
+        if op in ("/", "sqrt", "wmul"):
+            return "float"
+        if op == "*" and all(k == "bool" for k in ks):
+            return "bool"
+        if op in ("+", "-", "neg") and all(k == "bool" for k in ks):
+            return "int"
+        if op == "abs":
+            return ks[0] if ks[0] != "bool" else "int"
+        return max(ks, key=RANK.get)
+    raise InvalidProgramError(f"cannot type expression {node!r}")
+
+
+def convert(e, frm: str, to: str):
+    """IR value of kind `frm` as kind `to`."""
+    if frm == to:
+        return e
+    if frm == "bool":
+        e = b.cast(I64, e)
+        frm = "int"
+        if to == "int":
+            return e
+    if to == "float":
+        return b.cast(F64, e)
+    if to == "bool":
+        return b.ne(e, b.const(0, e.type))
+    if to == "int":
+        return b.cast(I64, e)
+    raise InvalidProgramError(f"cannot convert {frm} to {to}")
+
+
+def ir_lit(value, k: str):
+    return b.const(value, {"bool": I1, "int": I64, "float": F64}[k])
+
+
+def to_ir(ctx, node, want: str | None = None):
+    """Lower a fully resolved expression to an IR expression of kind `want` (default: its own)."""
+    k = kind(node)
+    if isinstance(node, Lit):
+        e = ir_lit(node.value, k)
+    elif isinstance(node, Val):
+        e = node.expr
+    elif isinstance(node, Call):
+        e = _call(ctx, node, k)
+    else:
+        raise InvalidProgramError(f"access {getattr(node, 'name', node)!r} could not be lowered to a value "
+                                  "(are all its indices bound by loops?)")
+    return convert(e, k, want) if want else e
+
+
+def _call(ctx, node, k):
+    op, args = node.op, node.args
+    if op == "wmul":
+        # measure weight × value with 0·∞ = 0, so a zero value over an unbounded run adds nothing
+        w = to_ir(ctx, args[0], "float")
+        if kind(args[1]) == "bool":
+            return b.select(to_ir(ctx, args[1]), w, b.f64(0.0))
+        x = ctx.let(to_ir(ctx, args[1], "float"), "val")
+        return b.select(b.eq(x, b.f64(0.0)), b.f64(0.0), b.mul(w, x))
+    if op in COMPARE:
+        ak = max((kind(a) for a in args), key=RANK.get)
+        x, y = (to_ir(ctx, a, ak) for a in args)
+        return b.cmp(op, x, y)
+    if op == "not":
+        return b.lnot(to_ir(ctx, args[0], "bool"))
+    if op in LOGIC:
+        ak = "bool" if all(kind(a) == "bool" for a in args) else "int"
+        xs = [to_ir(ctx, a, ak) for a in args]
+        out = xs[0]
+        for x in xs[1:]:
+            out = b.binop(op, out, x)
+        return out
+    if op == "neg":
+        return b.neg(to_ir(ctx, args[0], k))
+    if op in ("sqrt", "abs"):
+        from ..ir import nodes as ir
+        return ir.Un(op, to_ir(ctx, args[0], k))
+    if op == "**":
+        base, exp = args
+        if not (isinstance(exp, Lit) and isinstance(exp.value, int) and 0 <= exp.value <= 16):
+            raise InvalidProgramError("only small non-negative integer literal exponents are supported in '**'")
+        x = ctx.let(to_ir(ctx, base, k), "pow")
+        out = ir_lit(1, k)
+        for _ in range(exp.value):
+            out = b.mul(out, x)
+        return out
+    if op == "*" and k == "bool":
+        return b.land(to_ir(ctx, args[0], "bool"), to_ir(ctx, args[1], "bool"))
+    name = {"+": "add", "-": "sub", "*": "mul", "/": "div", "min": "min", "max": "max"}[op]
+    xs = [to_ir(ctx, a, k) for a in args]
+    out = xs[0]
+    for x in xs[1:]:
+        out = b.div(out, x) if name == "div" else b.binop(name, out, x)
+    return out
+
+
+def combine(op: str, old, new):
+    """old ⊕ new for a reduction operator (both IR values of the same type)."""
+    if op == "=":
+        return new
+    if op == "+":
+        return b.add(old, new)
+    if op in ("or", "and", "min", "max"):
+        return b.binop(op, old, new)
+    raise InvalidProgramError(f"unknown reduction operator {op!r}")

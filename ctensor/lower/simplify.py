@@ -1,0 +1,125 @@
+"""The symbolic simplifier run after every looplet pass (Finch `simplify.jl`, digest §4.2).
+
+Rules, as data where they are data:
+* fill leaves become literals; a fully indexed leaf value becomes a `Val`;
+* constant folding of calls whose arguments are all literals;
+* annihilators (x*0 → 0, x & false → false, x | true → true) — not IEEE: 0·inf is 0 here, as in
+  Finch (digest pitfall 13);
+* identities (x*1, x+0, x & true, x | false, min(x, +inf), max(x, -inf));
+* an assignment of the reduction's identity is a no-op (`+= 0`, `|= false`, `min= inf`);
+* empty loops, sieves and blocks vanish; constant sieves fold.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+from ..ir import build as b
+from ..looplets.nodes import FillLeaf, Value
+from .notation import Access, Assign, Block, Call, Lit, Loop, Sieve, Val
+from .ops import REDUCTIONS
+
+ANNIHILATORS = {"*": [0, False], "and": [False], "or": [True], "min": [-math.inf], "max": [math.inf]}
+IDENTITIES = {"*": [1, True], "+": [0, False], "and": [True], "or": [False], "min": [math.inf],
+              "max": [-math.inf], "xor": [False]}
+
+_FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+         "**": operator.pow, "min": min, "max": max, "lt": operator.lt, "le": operator.le,
+         "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
+         "neg": operator.neg, "not": operator.not_, "sqrt": math.sqrt, "abs": abs}
+
+
+def _lit_is(a, values) -> bool:
+    return isinstance(a, Lit) and any(a.value == v for v in values)
+
+
+def _fold(op, args):
+    vals = [a.value for a in args]
+    if op == "and":
+        return Lit(all(vals)) if all(isinstance(v, bool) for v in vals) else None
+    if op == "or":
+        return Lit(any(vals)) if all(isinstance(v, bool) for v in vals) else None
+    if op == "xor":
+        return None
+    if op == "*" and all(isinstance(v, bool) for v in vals):
+        return Lit(all(vals))
+    f = _FOLD.get(op)
+    if f is None:
+        return None
+    try:
+        out = vals[0] if len(vals) == 1 and op not in ("neg", "not", "sqrt", "abs") else None
+        if out is None:
+            out = f(*vals) if len(vals) <= 2 else None
+            if out is None:
+                out = vals[0]
+                for v in vals[1:]:
+                    out = f(out, v)
+    except (ArithmeticError, ValueError):
+        return None
+    if isinstance(out, bool) and op in ("+", "-"):
+        out = int(out)
+    return Lit(out)
+
+
+def simplify_expr(node):
+    if isinstance(node, Access):
+        if isinstance(node.tns, FillLeaf):
+            return Lit(node.tns.value)
+        if isinstance(node.tns, Value) and not node.idxs:
+            return Val(node.tns.expr, node.tns.dtype)
+        return node
+    if not isinstance(node, Call):
+        return node
+    args = tuple(simplify_expr(a) for a in node.args)
+    op = node.op
+    if all(isinstance(a, Lit) for a in args):
+        folded = _fold(op, args)
+        if folded is not None:
+            return folded
+    if op in ANNIHILATORS and any(_lit_is(a, ANNIHILATORS[op]) for a in args):
+        z = next(a for a in args if _lit_is(a, ANNIHILATORS[op]))
+        return z
+    if op in IDENTITIES:
+        keep = tuple(a for a in args if not _lit_is(a, IDENTITIES[op]))
+        if len(keep) < len(args):
+            if not keep:
+                return Lit(IDENTITIES[op][0])
+            if len(keep) == 1:
+                return keep[0]
+            args = keep
+    if op == "-" and len(args) == 2 and _lit_is(args[1], [0]):
+        return args[0]
+    return Call(op, args)
+
+
+def simplify(node):
+    """Simplify a statement tree; returns None when nothing is left to do."""
+    if node is None:
+        return None
+    if isinstance(node, Block):
+        out = []
+        for s in node.stmts:
+            s = simplify(s)
+            if s is None:
+                continue
+            out.extend(s.stmts if isinstance(s, Block) else [s])
+        if not out:
+            return None
+        return out[0] if len(out) == 1 else Block(out)
+    if isinstance(node, Loop):
+        body = simplify(node.body)
+        return None if body is None else Loop(node.idx, node.ext, body)
+    if isinstance(node, Sieve):
+        if b.is_const(node.cond, False):
+            return None
+        body = simplify(node.body)
+        if body is None:
+            return None
+        return body if b.is_const(node.cond, True) else Sieve(node.cond, body)
+    if isinstance(node, Assign):
+        rhs = simplify_expr(node.rhs)
+        ident = REDUCTIONS.get(node.op, (None,))[0]
+        if ident is not None and isinstance(rhs, Lit) and rhs.value == ident:
+            return None
+        return node.with_(rhs=rhs)
+    return node

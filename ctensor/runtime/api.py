@@ -1,0 +1,66 @@
+"""`ct.compile` and `ct.einsum`: the entry points of the compiler (DESIGN.md §6).
+
+Kernels are cached in memory by (einsum text, input formats, scalar kinds, semiring, order, output
+format); the generated object code is also cached on disk by the codegen engine, so a new process
+compiling the same kernel skips LLVM optimisation and code generation.
+"""
+from __future__ import annotations
+
+from ..formats.level import Level
+from ..formats.tensor import Tensor
+from .kernel import Kernel, split_args
+
+_CACHE: dict = {}
+
+
+def kernel_cache() -> dict:
+    """The in-memory kernel cache (key -> Kernel); clear it to force recompilation."""
+    return _CACHE
+
+
+def _key(text, kwargs, semiring, order, out):
+    tensors, scalars = split_args(kwargs)
+    fmt = tuple(sorted((k, t.level.format_key()) for k, t in tensors.items()))
+    sk = tuple(sorted((k, s[1]) for k, s in scalars.items()))
+    of = None
+    if isinstance(out, Tensor):
+        of = out.level.format_key()
+    elif isinstance(out, Level):
+        of = out.format_key()
+    return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order else None, of)
+
+
+def compile(text: str, *, semiring=None, order=None, out=None, **tensors) -> Kernel:
+    """Compile a continuous einsum for the formats of the given tensors.
+
+    Parameters
+    ----------
+    text : str
+        ``Out[i, ...] = expr * d(j, ...; measure, ...)`` (continuous paper Fig. 2).  Measures:
+        lebesgue, counting, boolean.
+    semiring : '+' (default), 'or', 'min', 'max' (or a paper name such as '(min,+)'): the reduction
+        operator ⊕, whose identity is the output's fill value.  Default 'or' when every measure is
+        boolean.
+    order : sequence of index names, outermost first; default: the storage order of the tensors.
+    out : a Tensor or Level giving the output format; default Dense for integer output modes and
+        SparseRunList for real ones, over Element(identity of ⊕).
+    **tensors : ct.Tensor arguments and named numeric scalars.
+
+    Returns a `Kernel`, reusable for any tensors of the same formats.
+
+    Raises InvalidProgramError (malformed or invalid program), TypeError (bad argument types).
+    """
+    key = _key(text, tensors, semiring, order, out)
+    k = _CACHE.get(key)
+    if k is None:
+        k = _CACHE[key] = Kernel(text, tensors, semiring=semiring, order=order, out=out)
+    return k
+
+
+def einsum(text: str, *, semiring=None, order=None, out=None, **tensors):
+    """Compile (or fetch from the cache) and run a continuous einsum.
+
+    Returns a Python scalar for a 0-d output (``s[] = ...``), otherwise a `ct.Tensor`.
+    See `compile` for the parameters and errors.
+    """
+    return compile(text, semiring=semiring, order=order, out=out, **tensors)(**tensors)

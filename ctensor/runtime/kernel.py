@@ -1,0 +1,303 @@
+"""`Kernel`: a compiled continuous einsum, callable on tensors of the formats it was compiled for.
+
+Compilation (DESIGN.md §1): parse → plan (dimensions, loop order, measures) → notation with the
+tensors as virtual fibers → recursive looplet lowering into IR → llvmlite O3 → native code.  A call
+packs every buffer address, shape and scalar into one int64 argument block, runs the packed entry
+point, and rebuilds the output from the buffers the kernel grew with realloc.
+"""
+from __future__ import annotations
+
+import ctypes
+import time
+
+import numpy as np
+
+from ..codegen import compile_function
+from ..errors import FormatError, InvalidProgramError, KernelError
+from ..extents import Extent
+from ..formats.dense import Dense
+from ..formats.element import Element
+from ..formats.level import Level
+from ..formats.sparse_list import SparseList
+from ..formats.sparse_run_list import SparseRunList
+from ..formats.tensor import Tensor
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.printer import format_function
+from ..ir.types import F64, I8, I64, PtrType
+from ..lang.parser import EAccess, ECall, ELit, EScalar, parse
+from ..lang.program import make_plan
+from ..looplets.nodes import Fiber, Hollow
+from ..lower.context import Context
+from ..lower.lowerer import lower
+from ..lower.notation import Access, Assign, Call, Lit, Loop, ScalarOut, Sieve, Val
+from .buffers import free, read_array
+
+_NP = {"bool": np.bool_, "int": np.int64, "float": np.float64}
+_IR = {"bool": I8, "int": I64, "float": F64}
+
+
+def split_args(kwargs):
+    tensors, scalars = {}, {}
+    for k, v in kwargs.items():
+        if isinstance(v, Tensor):
+            tensors[k] = v
+        elif isinstance(v, (bool, np.bool_)):
+            scalars[k] = (bool(v), "bool")
+        elif isinstance(v, (int, np.integer)):
+            scalars[k] = (int(v), "int")
+        elif isinstance(v, (float, np.floating)):
+            scalars[k] = (float(v), "float")
+        else:
+            raise TypeError(f"argument {k!r} must be a ct.Tensor or a number, got {type(v).__name__}")
+    return tensors, scalars
+
+
+def default_output(plan) -> Level:
+    leaf = Element(plan.fill, dtype=_NP[plan.out_kind])
+    lvl = leaf
+    for i in reversed(plan.einsum.out_idxs):
+        lvl = Dense(lvl) if plan.kinds[i] == "int" else SparseRunList(lvl, closed=None)
+    return lvl
+
+
+class Kernel:
+    """A compiled einsum.  Build with `ct.compile`; call with tensors of the same formats.
+
+    Attributes: `ir` (printed ctensor IR), `llvm_ir` (optimised LLVM IR), `address` (of the native
+    function taking one pointer to an int64 argument block), `compile_seconds`, `plan`.
+    """
+
+    def __init__(self, text, kwargs, semiring=None, order=None, out=None):
+        t0 = time.perf_counter()
+        tensors, scalars = split_args(kwargs)
+        es = parse(text)
+        self.text, self.es = text, es
+        self.plan = plan = make_plan(es, tensors, scalars, semiring, order)
+        self.formats = {k: t.level.format_key() for k, t in tensors.items()}
+        self.scalar_kinds = {k: s[1] for k, s in scalars.items()}
+        out_fmt = out.level.empty() if isinstance(out, Tensor) else (out.empty() if isinstance(out, Level) else None)
+        if es.out_idxs and out_fmt is None:
+            out_fmt = default_output(plan)
+        if out_fmt is not None and out_fmt.ndim != len(es.out_idxs):
+            raise InvalidProgramError(f"out= format has {out_fmt.ndim} modes but {es.out} has {len(es.out_idxs)}")
+        self.out_fmt = out_fmt
+        self._build(tensors, scalars)
+        t1 = time.perf_counter()
+        self.compiled = compile_function(self.fn)
+        self.compile_seconds = {"lower": t1 - t0, **self.compiled.compile_seconds,
+                                "total": time.perf_counter() - t0}
+
+    # ------------------------------------------------------------------ compile
+    def _build(self, tensors, scalars):
+        plan, es = self.plan, self.es
+        ctx = Context()
+        self.getters = []
+        roots, vlevels = {}, {}
+        used = [a.tensor for a in _accesses(es.rhs)]
+        for name in dict.fromkeys(used):
+            t = tensors[name]
+            before = len(ctx.params)
+            roots[name] = v = t.level.virtualize(ctx, name, "read")
+            depth, lv = 0, v
+            while not getattr(lv, "is_leaf", True):
+                vlevels[(name, depth)] = lv
+                lv, depth = lv.child, depth + 1
+            self._input_getters(ctx, before, name, t)
+        svals = {}
+        for name in dict.fromkeys(_scalars(es.rhs)):
+            if name not in scalars:
+                raise InvalidProgramError(f"scalar {name!r} in {es.text!r} was not passed")
+            kind = scalars[name][1]
+            p = ctx.param(name, F64 if kind == "float" else I64, ("scalar", name))
+            self.getters.append(("scalar", name))
+            e = ir.Read(p)
+            svals[name] = Val(b.ne(e, b.i64(0)) if kind == "bool" else e, kind)
+        # output
+        if self.out_fmt is None:
+            cell = ctx.param(es.out + "_out", PtrType(_IR[plan.out_kind]), ("out",))
+            self.getters.append(("out",))
+            acc = ctx.mut(_IR[plan.out_kind] if plan.out_kind != "bool" else ir.I1,
+                          b.const(plan.fill, _IR[plan.out_kind] if plan.out_kind != "bool" else ir.I1), "acc")
+            lhs = Access(ScalarOut(acc, plan.out_kind), (), es.out, "update")
+        else:
+            before = len(ctx.params)
+            vout = self.out_fmt.virtualize(ctx, es.out, "write")
+            self._output_getters(ctx, before)
+            vout.declare(ctx, b.i64(1))
+            lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
+        rhs = _notation(es.rhs, roots, svals)
+        stmt = Assign(lhs, plan.op, rhs, dict(plan.measures))
+        for i in reversed(plan.order):
+            ext = vlevels[plan.source[i]].extent()
+            stmt = Loop(i, ext, stmt)
+            if not ext.continuous:
+                stmt = Sieve(ext.nonempty(), stmt)
+        lower(ctx, stmt)
+        if self.out_fmt is None:
+            val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
+            ctx.emit(ir.Store(ir.Read(cell), b.i64(0), val))
+        else:
+            vout.freeze(ctx, b.i64(1))
+        body = ctx.statements() + ctx.epilogue
+        self.fn = ir.Function("ct_" + es.out, ctx.params, body)
+        self.param_roles = ctx.param_roles
+
+    def _input_getters(self, ctx, before, name, t):
+        depth_of = {id(l): d for d, l in enumerate(t.levels())}
+        for role in ctx.param_roles[before:]:
+            kind, lvl, attr = role
+            self.getters.append(("in", name, depth_of[id(lvl)], attr))
+
+    def _output_getters(self, ctx, before):
+        lvls = self.out_fmt.levels()
+        depth_of = {id(l): d for d, l in enumerate(lvls)}
+        for role in ctx.param_roles[before:]:
+            kind, lvl, attr = role
+            d = depth_of[id(lvl)]
+            if kind == "shape":
+                self.getters.append(("outshape", self.plan.source[self.es.out_idxs[d]]))
+            else:
+                self.getters.append(("grow", d, attr))
+
+    # ------------------------------------------------------------------ call
+    @property
+    def ir(self) -> str:
+        return format_function(self.fn)
+
+    @property
+    def llvm_ir(self) -> str:
+        return self.compiled.llvm_ir
+
+    @property
+    def address(self) -> int:
+        return self.compiled.packed_address
+
+    def check(self, tensors, scalars):
+        for k, key in self.formats.items():
+            if k not in tensors:
+                raise TypeError(f"missing tensor argument {k!r}")
+            if tensors[k].level.format_key() != key:
+                raise TypeError(f"{k}: kernel was compiled for {key}, got {tensors[k].level.format_key()}; "
+                                "compile a new kernel for this format")
+            if tensors[k].is_empty_format:
+                raise FormatError(f"{k}: tensor holds no data")
+        for k in self.scalar_kinds:
+            if k not in scalars:
+                raise TypeError(f"missing scalar argument {k!r}")
+        # integer modes addressed by one index must have one shape
+        shapes = {}
+        for acc in _accesses(self.es.rhs):
+            lvls = tensors[acc.tensor].levels()
+            for d, i in enumerate(acc.idxs):
+                if self.plan.kinds[i] == "int":
+                    n = lvls[d].shape
+                    if shapes.setdefault(i, (n, acc.tensor))[0] != n:
+                        raise FormatError(f"index {i!r}: {acc.tensor} has {n} coordinates but "
+                                          f"{shapes[i][1]} has {shapes[i][0]}")
+
+    def __call__(self, **kwargs):
+        tensors, scalars = split_args(kwargs)
+        self.check(tensors, scalars)
+        block = np.zeros(len(self.getters), np.int64)
+        keep, cells = [], {}
+        out_cell = None
+        for k, g in enumerate(self.getters):
+            if g[0] == "in":
+                _, name, depth, attr = g
+                v = getattr(tensors[name].levels()[depth], attr)
+                if isinstance(v, np.ndarray):
+                    keep.append(v)
+                    block[k] = v.ctypes.data
+                else:
+                    block[k] = int(v or 0)
+            elif g[0] == "scalar":
+                val, kind = scalars[g[1]]
+                block[k] = np.float64(val).view(np.int64) if kind == "float" else int(val)
+            elif g[0] == "outshape":
+                name, depth = g[1]
+                block[k] = tensors[name].levels()[depth].shape
+            elif g[0] == "grow":
+                cell = cells[(g[1], g[2])] = np.zeros(2, np.int64)
+                block[k] = cell.ctypes.data
+            elif g[0] == "out":
+                out_cell = np.zeros(1, _NP[self.plan.out_kind])
+                block[k] = out_cell.ctypes.data
+        status = self.compiled.packed(block.ctypes.data)
+        try:
+            if status != 0:
+                raise KernelError(f"kernel for {self.text!r} failed: {ir.STATUS_NAMES.get(status, status)}")
+            if out_cell is not None:
+                return out_cell[0].item()
+            return Tensor(self._rebuild(tensors, cells), name=self.es.out)
+        finally:
+            for cell in cells.values():
+                free(int(cell[0]))
+
+    def _rebuild(self, tensors, cells):
+        def shape_of(depth):
+            name, d = self.plan.source[self.es.out_idxs[depth]]
+            return tensors[name].levels()[d].shape
+
+        def build(lvl, depth, npos):
+            cell = lambda attr: cells.get((depth, attr))
+            if isinstance(lvl, Element):
+                return Element(lvl.fill, val=read_array(cell("val"), npos, _NP[lvl.kind]), dtype=_NP[lvl.kind])
+            if isinstance(lvl, Dense):
+                n = shape_of(depth)
+                return Dense(build(lvl.child, depth + 1, npos * n), n)
+            ptr = read_array(cell("ptr"), npos + 1, np.int64)
+            nnz = int(ptr[-1])
+            if isinstance(lvl, SparseList):
+                idx = read_array(cell("idx"), nnz, np.float64 if lvl.coord == "real" else np.int64)
+                shape = shape_of(depth) if lvl.coord == "int" else None
+                return SparseList(build(lvl.child, depth + 1, nnz), ptr, idx, shape=shape, real=lvl.coord == "real")
+            if isinstance(lvl, SparseRunList):
+                arrs = {a: read_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
+                                                                     ("left_eps", np.int8), ("right_eps", np.int8))}
+                child = build(lvl.child, depth + 1, nnz)
+                return homogenize(SparseRunList(child, ptr, arrs["left"], arrs["right"], None,
+                                                arrs["left_eps"], arrs["right_eps"]))
+            raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
+        return build(self.out_fmt, 0, 1)
+
+
+def homogenize(lvl: SparseRunList) -> SparseRunList:
+    """Store a heterogeneous run list as homogeneous when every endpoint has the same closedness."""
+    from ..formats.level import CLOSED
+    le, re = lvl.left_eps, lvl.right_eps
+    if len(le) == 0:
+        return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, "left")
+    if (le == le[0]).all() and (re == re[0]).all():
+        for name, (a, c) in CLOSED.items():
+            if a == le[0] and c == re[0]:
+                return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, name)
+    return lvl
+
+
+def _accesses(e):
+    if isinstance(e, EAccess):
+        yield e
+    elif isinstance(e, ECall):
+        for a in e.args:
+            yield from _accesses(a)
+
+
+def _scalars(e):
+    if isinstance(e, EScalar):
+        yield e.name
+    elif isinstance(e, ECall):
+        for a in e.args:
+            yield from _scalars(a)
+
+
+def _notation(e, roots, svals):
+    if isinstance(e, ELit):
+        return Lit(e.value)
+    if isinstance(e, EScalar):
+        return svals[e.name]
+    if isinstance(e, EAccess):
+        return Access(Fiber(roots[e.tensor], b.i64(0)), e.idxs, e.tensor)
+    if isinstance(e, ECall):
+        return Call(e.op, tuple(_notation(a, roots, svals) for a in e.args))
+    raise InvalidProgramError(f"unsupported expression {e!r}")

@@ -1,0 +1,134 @@
+"""`evaluate`: the reference interpreter of the continuous einsum (paper §4.2, Fig. 5, step 2).
+
+Given the partition of `partition.py`, every product cell of all indices (LHS indices first, then
+reduction indices) is visited once; the expression is evaluated with each tensor's constant value
+on that cell, weighted by the measures of the reduction axes, and ⊕-accumulated into the output
+cell named by the LHS indices (see `semirings` for weights and contributions).
+
+Rules (raise ValueError otherwise):
+* indices not on the LHS are reduction indices; a real reduction index needs a measure in
+  d(...); an int reduction index without one uses ``counting``; d(...) may not name an LHS index
+  nor an index no tensor access uses; ``lebesgue`` is not allowed on an int index;
+* every LHS index and every bare index (``IndexRef``) must address some tensor dimension (that
+  gives its kind); a bare index evaluates to the coordinate of a pinpoint/int cell and is an
+  error on a gap cell that contributes (paper §4.3, validity condition 2);
+* ``counting`` on a real axis weighs a pinpoint cell 1 only if the Fig. 5 partition containing it
+  (the intersection of the pieces holding it, one per access, where a cell in no piece lies in
+  the maximal uncovered interval along that axis — a run-list gap) is itself a pinpoint along the
+  axis (`_isolated`).  Elementary cells split [a, b) into {a} and (a, b), but count([a, b)) is 0.
+  Consequence: pieces that touch (e.g. [0,2) and [2,4)) are counted as given, not as merged.
+* int reduction over `OTHER` (infinitely many coordinates where all accesses through that index
+  read their fill) under ``"+"`` must contribute 0 — the oracle is restricted to such programs.
+"""
+from __future__ import annotations
+
+from itertools import product
+
+from .endpoints import is_pinpoint
+from .expr import Access, IndexRef, eval_expr, walk
+from .parse import parse
+from .partition import access_table, index_kinds, partitions, preimage_pieces
+from .pieces import PieceTensor
+from .result import Result
+from .semirings import OTHER, SEMIRINGS, check_semiring, contribution, weight
+
+
+def _index_value(name, kind, cell):
+    if kind == "int":
+        if cell is OTHER:
+            raise ValueError(f"bare index {name!r} used over unboundedly many int coordinates")
+        return float(cell)
+    if not is_pinpoint(cell):
+        raise ValueError(f"bare index {name!r} is not constant on the cell {cell} "
+                         "(invalid program, paper §4.3 (2))")
+    return cell[0][0]
+
+
+def _isolated(r, env, cells, pos, users, lookup) -> bool:
+    """True iff the pinpoint cell env[r] is its own Fig. 5 partition along axis r: some access
+    using r changes piece (or piece ↔ fill) just left of it, and some just right of it."""
+    k = pos[env[r]]
+
+    def changes(j):
+        return any(lookup(acc, {**env, r: cells[j]})[0] != lookup(acc, env)[0] for acc in users)
+
+    return changes(k - 1) and changes(k + 1)
+
+
+def _check_tensors(accesses, tensors):
+    for acc in accesses:
+        if acc.tensor not in tensors:
+            raise ValueError(f"no tensor named {acc.tensor!r}")
+        t = tensors[acc.tensor]
+        if not isinstance(t, PieceTensor):
+            raise TypeError(f"{acc.tensor!r} must be an oracle PieceTensor, got {type(t).__name__}")
+        if len(acc.dims) != t.ndim:
+            raise ValueError(f"{acc.tensor} has {t.ndim} dims, accessed with {len(acc.dims)}")
+    for name in {acc.tensor for acc in accesses}:
+        tensors[name].check_disjoint()
+
+
+def evaluate(text: str, tensors: dict, scalars: dict | None = None,
+             semiring: str | None = None) -> Result:
+    """Evaluate einsum `text` on oracle `PieceTensor`s; see the package docstring."""
+    prog = parse(text, scalars)
+    nodes = list(walk(prog.expr))
+    accesses = list(dict.fromkeys(n for n in nodes if isinstance(n, Access)))
+    _check_tensors(accesses, tensors)
+    kinds = index_kinds(accesses, tensors)
+    for name in [n.name for n in nodes if isinstance(n, IndexRef)] + list(prog.out_indices):
+        if name not in kinds:
+            raise ValueError(f"{name!r} is neither a scalar nor an index of a tensor access")
+
+    explicit = dict(prog.measures)
+    for idx in explicit:
+        if idx in prog.out_indices:
+            raise ValueError(f"d(...) names the output index {idx!r}")
+        if idx not in kinds:
+            raise ValueError(f"d(...) names {idx!r}, which no tensor access uses")
+    semiring = check_semiring(semiring, prog.measures)
+    reduction = [i for i in kinds if i not in prog.out_indices]
+    measures = {}
+    for r in reduction:
+        if r in explicit:
+            measures[r] = explicit[r]
+        elif kinds[r] == "int":
+            measures[r] = "counting"
+        else:
+            raise ValueError(f"real reduction index {r!r} needs a measure in d(...)")
+        if kinds[r] == "int" and measures[r] == "lebesgue":
+            raise ValueError(f"the lebesgue measure is not defined on the int index {r!r}")
+
+    pres = {acc: preimage_pieces(acc, tensors[acc.tensor]) for acc in accesses}   # step 1a
+    parts = partitions(pres.values(), kinds)                                       # step 1b
+    tables = {acc: access_table(pres[acc], parts) for acc in accesses}
+    add = SEMIRINGS[semiring][1]
+    axes = list(prog.out_indices) + reduction
+    pos = {r: {c: k for k, c in enumerate(parts[r])} for r in reduction}
+    users = {r: [a for a in accesses if r in pres[a].vars] for r in reduction}
+
+    def lookup(acc, env):  # (piece number or None, value) of access `acc` on the cell `env`
+        return tables[acc].get(tuple(env[v] for v in pres[acc].vars), (None, pres[acc].fill))
+
+    def isolated(r, env):
+        if kinds[r] != "real" or measures[r] != "counting" or not is_pinpoint(env[r]):
+            return True
+        return _isolated(r, env, parts[r], pos[r], users[r], lookup)
+
+    cells = {}
+    for combo in product(*(parts[a] for a in axes)):                               # step 2
+        env = dict(zip(axes, combo))
+        ws = [weight(measures[r], kinds[r], env[r], isolated(r, env)) for r in reduction]
+        if any(w == 0 for w in ws):
+            continue  # measure-zero cell: contributes nothing in any semiring
+        value = eval_expr(prog.expr, lambda acc: lookup(acc, env)[1],
+                          lambda name: _index_value(name, kinds[name], env[name]))
+        c = contribution(semiring, value, ws, bool(reduction))
+        if c is None:
+            continue
+        if semiring == "+" and c != 0 and any(env[r] is OTHER for r in reduction):
+            raise ValueError(f"{text!r}: the fill-only value {value!r} is summed over infinitely "
+                             "many int coordinates (oracle requires it to be 0)")
+        key = tuple(env[i] for i in prog.out_indices)
+        cells[key] = c if key not in cells else add(cells[key], c)
+    return Result(prog.out, prog.out_indices, kinds, parts, cells, semiring)

@@ -1,0 +1,103 @@
+"""Expression nodes of the continuous einsum and their pointwise meaning (paper Fig. 3).
+
+An expression is a tree of `Const`, `Access` (tensor read through affine indices), `IndexRef`
+(a bare index used as a value) and `Op` nodes.  `eval_expr` evaluates it on one cell of the
+partition, given the constant value of every access there.
+
+Operator meaning (scalar, IEEE-754 double arithmetic, no Python exceptions):
+  ``+ - * / **``, unary ``-``, ``sqrt``, ``abs``      on floats (bools count as 0/1); x/0 = ±inf or nan
+  ``& |``, ``and or``, ``not``                        logical, on the truth value of the operands
+  ``< <= > >= == !=`` (chains allowed)               comparisons -> bool
+  ``min(a, b, ..)``, ``max(a, b, ..)``                NaN propagates; bool if all args are bool
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float | bool
+
+
+@dataclass(frozen=True)
+class IndexRef:
+    """A bare index used as a value: only meaningful on pinpoint or int cells (paper §4.3 (2))."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Affine:
+    """One access dimension: ``scale * var + offset``; ``var`` None means the constant ``offset``."""
+    var: str | None
+    scale: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class Access:
+    tensor: str
+    dims: tuple  # of Affine
+
+
+@dataclass(frozen=True)
+class Op:
+    op: str
+    args: tuple
+
+
+def _f(x) -> np.float64:
+    return np.float64(float(x))
+
+
+def _num(fn):
+    def run(*xs):
+        with np.errstate(all="ignore"):
+            return float(fn(*[_f(x) for x in xs]))
+    return run
+
+
+def _minmax(pick):
+    def run(*xs):
+        if any(not isinstance(x, bool) and math.isnan(x) for x in xs):
+            return math.nan
+        out = pick(xs)
+        return out if all(isinstance(x, bool) for x in xs) else float(out)
+    return run
+
+
+OPS = {
+    "add": _num(np.add), "sub": _num(np.subtract), "mul": _num(np.multiply),
+    "div": _num(np.divide), "pow": _num(np.power), "neg": _num(np.negative),
+    "pos": _num(lambda x: x), "sqrt": _num(np.sqrt), "abs": _num(np.abs),
+    "and": lambda a, b: bool(a) and bool(b), "or": lambda a, b: bool(a) or bool(b),
+    "not": lambda a: not bool(a),
+    "lt": lambda a, b: float(a) < float(b), "le": lambda a, b: float(a) <= float(b),
+    "gt": lambda a, b: float(a) > float(b), "ge": lambda a, b: float(a) >= float(b),
+    "eq": lambda a, b: float(a) == float(b), "ne": lambda a, b: float(a) != float(b),
+    "min": _minmax(min), "max": _minmax(max),
+}
+
+
+def walk(node):
+    """All nodes of the tree, pre-order."""
+    yield node
+    if isinstance(node, Op):
+        for a in node.args:
+            yield from walk(a)
+
+
+def eval_expr(node, access_value, index_value):
+    """Evaluate `node`; `access_value(Access)` and `index_value(name)` supply the leaves."""
+    if isinstance(node, Const):
+        return node.value
+    if isinstance(node, Access):
+        return access_value(node)
+    if isinstance(node, IndexRef):
+        return index_value(node.name)
+    if isinstance(node, Op):
+        return OPS[node.op](*[eval_expr(a, access_value, index_value) for a in node.args])
+    raise TypeError(f"not an expression node: {node!r}")

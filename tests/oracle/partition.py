@@ -1,0 +1,114 @@
+"""Steps 1a and 1b of the piecewise-constant evaluation semantics (paper §4.2, Fig. 5).
+
+Step 1a (`preimage_pieces`): every live piece of every access is mapped into the iteration
+space through the inverse of the access's indexing function.  Each access dimension is
+``scale*var + offset`` (or a constant): a real interval maps to ``preimage(iv, scale, offset)``;
+an int coordinate k maps to ``(k - offset) / scale`` when that is an integer (else the piece is
+never read); a constant dimension keeps only the pieces containing the constant and disappears.
+
+Step 1b (`partitions`, `access_table`): the iteration space is cut, independently along each
+index, into elementary cells — for a real index the points and open gaps induced by every finite
+preimage endpoint of every access using it, plus the two rays (`endpoints.elementary_cells`); for
+an int index each int coordinate used by some preimage, plus `OTHER` (all the unused ones, where
+every access through that index reads its fill).  The product of these cells refines every
+intersection of preimage pieces of Fig. 5, so each tensor is constant on each product cell:
+`access_table` records, for every product cell a piece covers, the piece (number and value; a
+cell outside all pieces reads the fill).  Using the same float computation for breakpoints and for coverage
+makes containment exact even when ``(v - offset) / scale`` rounds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+from .endpoints import contains, elementary_cells, is_empty, overlaps, point, preimage
+from .semirings import OTHER
+
+
+@dataclass
+class Preimage:
+    """One access's pieces in iteration-space coordinates (Fig. 5 step 1a)."""
+    vars: tuple     # distinct index names of the access, in dimension order
+    dims: tuple     # (var, kind) per non-constant dimension
+    pieces: list    # (coords per non-constant dimension, value)
+    fill: object
+
+
+def index_kinds(accesses, tensors) -> dict:
+    """Kind ('int' or 'real') of every index, from the tensor dimensions it addresses."""
+    kinds = {}
+    for acc in accesses:
+        dims = tensors[acc.tensor].dims
+        for aff, kind in zip(acc.dims, dims):
+            if aff.var is None:
+                continue
+            if kinds.setdefault(aff.var, kind) != kind:
+                raise ValueError(f"index {aff.var!r} addresses both int and real dimensions")
+            if kind == "int" and (aff.scale != int(aff.scale) or aff.offset != int(aff.offset)):
+                raise ValueError(f"int index {aff.var!r} needs integer scale and offset in {acc}")
+    return kinds
+
+
+def _keep_constant(kind, coord, offset) -> bool:
+    if kind == "int":
+        return float(coord) == offset
+    return contains(coord, point(offset))
+
+
+def preimage_pieces(acc, tensor) -> Preimage:
+    """Fig. 5 step 1a for one access."""
+    dims = tuple((aff.var, kind) for aff, kind in zip(acc.dims, tensor.dims) if aff.var is not None)
+    vars_ = tuple(dict.fromkeys(v for v, _ in dims))
+    pieces = []
+    for coords, value in tensor.live_pieces():
+        mapped, keep = [], True
+        for aff, kind, c in zip(acc.dims, tensor.dims, coords):
+            if aff.var is None:
+                keep = _keep_constant(kind, c, aff.offset)
+            elif kind == "int":
+                s, o = int(aff.scale), int(aff.offset)
+                keep = (c - o) % s == 0
+                mapped.append((c - o) // s)
+            else:
+                iv = preimage(c, aff.scale, aff.offset)
+                keep = not is_empty(iv)
+                mapped.append(iv)
+            if not keep:
+                break
+        if keep:
+            pieces.append((tuple(mapped), value))
+    return Preimage(vars_, dims, pieces, tensor.fill)
+
+
+def partitions(preimages, kinds) -> dict:
+    """Fig. 5 step 1b, per index: the ordered list of elementary cells of each index."""
+    used = {v: set() for v in kinds}
+    for pre in preimages:
+        for coords, _ in pre.pieces:
+            for (var, kind), c in zip(pre.dims, coords):
+                used[var].update([c] if kind == "int" else [c[0][0], c[1][0]])
+    return {v: (sorted(used[v]) + [OTHER]) if kinds[v] == "int" else elementary_cells(used[v])
+            for v in kinds}
+
+
+def access_table(pre: Preimage, parts: dict) -> dict:
+    """Map each product cell (one cell per var of the access) covered by a piece to
+    ``(piece number, value)``; the piece number identifies Fig. 5 partitions for `counting`."""
+    table = {}
+    for n, (coords, value) in enumerate(pre.pieces):
+        cover = {}
+        for (var, kind), c in zip(pre.dims, coords):
+            if kind == "int":
+                cells = [c]
+            else:
+                cells = [cell for cell in parts[var] if contains(c, cell)]
+                for cell in parts[var]:
+                    if overlaps(c, cell) and not contains(c, cell):
+                        raise AssertionError(f"cell {cell} is not elementary for {c}")
+            cover[var] = cells if var not in cover else [x for x in cover[var] if x in cells]
+        for combo in product(*(cover[v] for v in pre.vars)):
+            if combo in table:
+                raise ValueError(f"two pieces cover the cell {combo} (overlap or float rounding "
+                                 "of an affine index)")
+            table[combo] = (n, value)
+    return table

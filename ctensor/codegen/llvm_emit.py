@@ -172,7 +172,7 @@ class _Emitter:
             orelse = self.new_block("if.else") if s.orelse else merge
             b.cbranch(cond, then, orelse)
             for blk, body in ((then, s.then), (orelse, s.orelse)):
-                if body:
+                if blk is not merge:  # an empty then-branch still needs its terminator
                     b.position_at_end(blk)
                     self.block(body)
                     b.branch(merge)

@@ -221,6 +221,8 @@ def cast(ty: ScalarType, a):
 
 
 def load(ptr, index):
+    if isinstance(index, int):
+        index = Const(index, I64)
     return Load(ptr, cast(I64, index))
 
 

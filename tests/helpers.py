@@ -1,0 +1,64 @@
+"""Test helpers: convert ctensor tensors to the oracle's PieceTensor and compare results."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import ctensor as ct
+from ctensor.limits import Limit
+
+try:
+    from tests.oracle import PieceTensor, evaluate, probe_points
+except ImportError:  # running from inside tests/
+    from oracle import PieceTensor, evaluate, probe_points
+
+
+def to_pieces(t: ct.Tensor) -> PieceTensor:
+    dims = tuple(l.coord for l in t.levels() if not l.is_leaf)
+    pieces = []
+    for coords, v in t.pieces():
+        cs = []
+        for kind, c in zip(dims, coords):
+            if kind == "int":
+                cs.append(int(c))
+            else:
+                lo, hi = c
+                cs.append(((lo.value, lo.eps), (hi.value, hi.eps)))
+        pieces.append((tuple(cs), v))
+    return PieceTensor(dims, pieces, t.fill)
+
+
+def oracle(text, semiring=None, scalars=None, **tensors):
+    return evaluate(text, {k: to_pieces(v) for k, v in tensors.items()}, scalars, semiring)
+
+
+def close(a, b, tol=1e-9):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return bool(a) == bool(b)
+    a, b = float(a), float(b)
+    if math.isinf(a) or math.isinf(b) or math.isnan(a) or math.isnan(b):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+
+
+def breakpoints_1d(*tensors):
+    bs = set()
+    for t in tensors:
+        for coords, _ in t.pieces():
+            for c in coords:
+                if isinstance(c, tuple):
+                    for lim in c:
+                        if math.isfinite(lim.value):
+                            bs.add(lim.value)
+    return sorted(bs)
+
+
+def probes(bs):
+    """Limit points around every breakpoint, midpoints between them and far points."""
+    pts = [Limit(v, e) for v, e in probe_points(bs)] if bs else []
+    pts += [Limit((a + b) / 2) for a, b in zip(bs, bs[1:])]
+    pts += [Limit(-1e12), Limit(1e12)]
+    if bs:
+        pts += [Limit(bs[0] - 1.0), Limit(bs[-1] + 1.0)]
+    return pts

@@ -1,0 +1,182 @@
+"""Differential property tests: compiled kernels vs the reference interpreter (paper §4.2, Fig. 5).
+
+Random 1-D and 2-D tensors over a small integer grid, so intervals touch, share endpoints and
+degenerate to pinpoints; all four closedness kinds, heterogeneous (Limit) endpoints, ±inf bounds
+and empty tensors; Lebesgue, counting and Boolean measures; scalar, Dense and continuous outputs.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import ctensor as ct
+from ctensor.limits import Limit
+
+from .helpers import breakpoints_1d, close, oracle, probes
+
+CLOSED = ["left", "right", "both", "neither"]
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def interval_tensor(draw, boolean=False, allow_inf=True):
+    pts = sorted(draw(st.sets(st.integers(-6, 12), max_size=9)))
+    pts = [float(p) for p in pts]
+    if allow_inf and pts and draw(st.booleans()):
+        pts[0] = -math.inf
+    if allow_inf and len(pts) > 1 and draw(st.booleans()):
+        pts[-1] = math.inf
+    hetero = draw(st.booleans())
+    closed = draw(st.sampled_from(CLOSED))
+    starts, ends, cl = [], [], []
+    k = 0
+    while k + 1 < len(pts):
+        if draw(st.booleans()):
+            c = draw(st.sampled_from(CLOSED)) if hetero else closed
+            starts.append(pts[k])
+            ends.append(pts[k + 1])
+            cl.append(c)
+            k += draw(st.sampled_from([1, 2]))     # 1: the next interval may touch this one
+        else:
+            k += 1
+    # pinpoints [a, a] need closed both
+    if draw(st.booleans()) and not hetero and closed == "both" and pts:
+        p = draw(st.sampled_from([p for p in pts if math.isfinite(p)] or [0.0]))
+        if all(not (s <= p <= e) for s, e in zip(starts, ends)):
+            starts.append(p)
+            ends.append(p)
+            cl.append("both")
+            order = np.argsort(starts, kind="stable")
+            starts = [starts[i] for i in order]
+            ends = [ends[i] for i in order]
+    vals = None if boolean else [draw(st.sampled_from([1.0, 2.0, -1.5, 0.5, 3.0, 0.0])) for _ in starts]
+    try:
+        return ct.intervals(starts, ends, values=vals, closed=cl if hetero else closed)
+    except ct.FormatError:
+        assume(False)
+
+
+@st.composite
+def pinpoint_tensor(draw):
+    xs = draw(st.lists(st.integers(-6, 12), max_size=8))
+    return ct.points(np.array(xs, dtype=float).reshape(-1, 1))
+
+
+@st.composite
+def interval_set(draw):
+    n = draw(st.integers(0, 4))
+    starts, ends = [], []
+    for _ in range(n):
+        a = draw(st.integers(-6, 12))
+        b = draw(st.integers(a + 1, 14))
+        starts.append(float(a))
+        ends.append(float(b))
+    return ct.interval_set(starts, ends, closed=draw(st.sampled_from(["left", "both"])))
+
+
+def check_scalar(text, semiring=None, **tensors):
+    got = ct.einsum(text, semiring=semiring, **tensors)
+    want = oracle(text, semiring=semiring, **tensors).value
+    assert close(got, want), (text, got, want)
+
+
+def check_1d_output(text, **tensors):
+    out = ct.einsum(text, **tensors)
+    ref = oracle(text, **tensors)
+    for p in probes(breakpoints_1d(*tensors.values(), out)):
+        assert close(out[p], ref.at((p.value, p.eps))), (text, p, out[p], ref.at((p.value, p.eps)))
+
+
+@SETTINGS
+@given(interval_tensor(), interval_tensor())
+def test_dot_product_lebesgue(A, B):
+    check_scalar("s[] = A[x] * B[x] * d(x; lebesgue)", A=A, B=B)
+
+
+@SETTINGS
+@given(interval_tensor(), interval_tensor())
+def test_sum_of_products_and_max(A, B):
+    check_scalar("s[] = (A[x] * B[x] + A[x] * 2) * d(x; lebesgue)", A=A, B=B)
+    check_scalar("s[] = min(A[x], B[x]) * d(x; lebesgue)", A=A, B=B)
+
+
+@SETTINGS
+@given(interval_tensor(), interval_tensor(), interval_tensor())
+def test_three_way_counting_and_boolean(A, B, C):
+    check_scalar("s[] = A[x] * B[x] * C[x] * d(x; lebesgue)", A=A, B=B, C=C)
+    check_scalar("s[] = A[x] * B[x] * d(x; counting)", A=A, B=B)
+    check_scalar("s[] = (A[x] * B[x] != 0) * d(x; boolean)", A=A, B=B)
+
+
+@SETTINGS
+@given(interval_tensor(boolean=True), interval_tensor(boolean=True))
+def test_boolean_tensors(E, G):
+    check_scalar("s[] = E[x] * G[x] * d(x; lebesgue)", E=E, G=G)
+    check_scalar("s[] = (E[x] & G[x]) * d(x; boolean)", E=E, G=G)
+    check_scalar("s[] = (E[x] | G[x]) * d(x; lebesgue)", E=E, G=G)
+
+
+@SETTINGS
+@given(interval_tensor(), interval_tensor())
+def test_min_max_semirings(A, B):
+    check_scalar("s[] = (A[x] + B[x]) * d(x; boolean)", semiring="min", A=A, B=B)
+    check_scalar("s[] = (A[x] * B[x]) * d(x; lebesgue)", semiring="max", A=A, B=B)
+
+
+@SETTINGS
+@given(pinpoint_tensor(), interval_tensor())
+def test_pinpoints_counting(P, A):
+    check_scalar("s[] = P[x, i] * A[x] * d(x, i; counting, counting)", P=P, A=A)
+    check_scalar("s[] = P[x, i] * A[x] * d(x, i; lebesgue, counting)", P=P, A=A)
+
+
+@SETTINGS
+@given(interval_tensor(allow_inf=False), interval_tensor(allow_inf=False))
+def test_continuous_output(A, B):
+    check_1d_output("C[x] = A[x] * B[x]", A=A, B=B)
+    check_1d_output("C[x] = A[x] + B[x]", A=A, B=B)
+
+
+@SETTINGS
+@given(interval_set(), interval_tensor())
+def test_2d_dense_output(S, B):
+    text = "C[i] = S[i, x] * B[x] * d(x; lebesgue)"
+    out = ct.einsum(text, S=S, B=B)
+    ref = oracle(text, S=S, B=B)
+    got = out.to_numpy()
+    for i in range(len(got)):
+        assert close(got[i], ref.at(i)), (i, got[i], ref.at(i))
+
+
+@SETTINGS
+@given(interval_set(), interval_tensor(allow_inf=False))
+def test_2d_continuous_output(S, B):
+    text = "C[i, x] = S[i, x] * B[x]"
+    out = ct.einsum(text, S=S, B=B)
+    ref = oracle(text, S=S, B=B)
+    n = S.levels()[0].shape
+    for i in range(n):
+        for p in probes(breakpoints_1d(S, B)):
+            assert close(out[i, p], ref.at(i, (p.value, p.eps))), (i, p)
+
+
+def test_empty_tensors():
+    E = ct.intervals([], [], values=[])
+    A = ct.intervals([0.0], [1.0], values=[2.0])
+    assert ct.einsum("s[] = A[x] * E[x] * d(x; lebesgue)", A=A, E=E) == 0.0
+    assert ct.einsum("s[] = E[x] * d(x; lebesgue)", E=E) == 0.0
+    C = ct.einsum("C[x] = A[x] * E[x]", A=A, E=E)
+    assert C.pieces() == []
+
+
+def test_infinite_bounds():
+    A = ct.intervals([-np.inf], [0.0], values=[2.0])
+    B = ct.intervals([-1.0], [np.inf], values=[0.5])
+    assert ct.einsum("s[] = A[x] * B[x] * d(x; lebesgue)", A=A, B=B) == 1.0
+    assert ct.einsum("s[] = A[x] * d(x; lebesgue)", A=A) == math.inf
+    Z = ct.intervals([-np.inf], [0.0], values=[0.0])
+    assert ct.einsum("s[] = Z[x] * d(x; lebesgue)", Z=Z) == 0.0      # 0 · ∞ = 0

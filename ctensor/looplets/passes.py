@@ -88,7 +88,7 @@ def phase_pass(ctx, loop):
                      ext.continuous)
         nonempty = sub.nonempty()
     body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Phase), lambda a: a.tns.body(ctx, sub), sub)
-    ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)))
+    ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)))
 
 
 def sequence_pass(ctx, loop):

@@ -63,6 +63,28 @@ class Context:
     def assign(self, var: ir.Var, value):
         self.emit(ir.Assign(var, value))
 
+    def guard(self, cond, then_fn):
+        """Emit `if cond {then_fn()}`, if-converted to selects when the body only binds values and
+        updates accumulators (no stores, loops or returns).  This keeps the merge loop branchless:
+        the guard is a data-dependent extent test that a branch predictor cannot learn.  The body's
+        loads read positions of live cursors, which are in bounds whether or not cond holds."""
+        if b.is_const(cond) :
+            self.if_(cond, then_fn)
+            return
+        with self.block() as body:
+            then_fn()
+        if not body:
+            return
+        if all(isinstance(s, (ir.Let, ir.Assign)) for s in body):
+            c = self.let(cond, "guard")
+            for s in body:
+                if isinstance(s, ir.Assign):
+                    self.emit(ir.Assign(s.var, b.select(c, s.value, ir.Read(s.var))))
+                else:
+                    self.emit(s)
+        else:
+            self.emit(ir.If(cond, body, []))
+
     def if_(self, cond, then_fn, else_fn=None):
         """Emit `if cond {then_fn()} else {else_fn()}`, folding constant conditions."""
         if b.is_const(cond, True):

@@ -108,23 +108,35 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
 
 
 def _merge(s, e, le, re):
-    """Union of sorted boolean intervals; touching ([a,b) then [b,c)) and overlapping ones fuse."""
-    out = []
-    for k in range(len(s)):
-        if out:
-            ps, pe, ple, pre = out[-1]
-            # fuse when start_k <= end_prev + ε (touching or overlapping)
-            nxt_v, nxt_e = pe, min(pre + 1, 1)
-            if s[k] < nxt_v or (s[k] == nxt_v and le[k] <= nxt_e):
-                if e[k] > pe or (e[k] == pe and re[k] > pre):
-                    out[-1] = (ps, e[k], ple, re[k])
-                continue
-        out.append((s[k], e[k], le[k], re[k]))
-    if not out:
-        return s[:0], e[:0], le[:0], re[:0]
-    a = list(zip(*out))
-    return (np.array(a[0], np.float64), np.array(a[1], np.float64), np.array(a[2], np.int8),
-            np.array(a[3], np.int8))
+    """Union of boolean intervals sorted by start: touching ([a,b) then [b,c)) and overlapping
+    intervals fuse.  Vectorised: Limits are ranked once, then a running maximum of end ranks marks
+    where a new merged interval begins (start > every earlier end + ε)."""
+    n = len(s)
+    if n == 0:
+        return s, e, le, re
+    ends_plus = np.minimum(re.astype(np.int16) + 1, 1)
+    vals = np.concatenate([s, e])
+    eps = np.concatenate([le.astype(np.int16), ends_plus])
+    order = np.lexsort((eps, vals))
+    rank = np.empty(2 * n, np.int64)
+    sorted_keys = np.stack([vals[order], eps[order]])
+    newkey = np.ones(2 * n, bool)
+    newkey[1:] = (sorted_keys[:, 1:] != sorted_keys[:, :-1]).any(axis=0)
+    rank[order] = np.cumsum(newkey) - 1                  # equal Limits share a rank
+    start_rank, end_rank = rank[:n], rank[n:]
+    reach = np.maximum.accumulate(end_rank)              # furthest end+ε so far
+    begins = np.ones(n, bool)
+    begins[1:] = start_rank[1:] > reach[:-1]
+    group = np.cumsum(begins) - 1
+    first = np.flatnonzero(begins)
+    # the merged end is the end with the largest rank in its group
+    last_of_group = np.zeros(len(first), np.int64)
+    best = np.full(len(first), -1, np.int64)
+    erank = rank[n:]
+    np.maximum.at(best, group, erank)
+    pick = np.flatnonzero(erank == best[group])
+    last_of_group[group[pick]] = pick
+    return s[first], e[last_of_group], le[first], re[last_of_group]
 
 
 def interval_set(start, end, closed="left") -> Tensor:

@@ -158,8 +158,18 @@ class Extent:
     def length(self):
         """Lebesgue length with ε dropped (f64), or the point count (i64) of an integer extent."""
         if self.continuous:
-            return b.sub(self.stop.v, self.start.v)
+            # a pinpoint at -inf (a stepper may start there) has length 0, not inf - inf = NaN
+            d = b.sub(self.stop.v, self.start.v)
+            if b.is_const(d):
+                return d
+            return b.select(b.lt(b.f64(0.0), d), d, b.f64(0.0))
         return b.add(b.sub(self.stop.v, self.start.v), b.i64(1))
+
+    def finite_pinpoint(self):
+        """i1: a pinpoint at a real number (the counting measure never counts the point -inf)."""
+        if not self.continuous:
+            return b.TRUE
+        return b.land(self.is_pinpoint(), b.lt(b.f64(float("-inf")), self.start.v))
 
     def positive_length(self):
         """i1: Lebesgue length > 0 (continuous) / at least one point (integer)."""

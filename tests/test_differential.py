@@ -9,17 +9,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import ctensor as ct
-from ctensor.limits import Limit
 
 from .helpers import breakpoints_1d, close, oracle, probes
 
 CLOSED = ["left", "right", "both", "neither"]
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings()  # profile from conftest.py (ci: derandomized; soak: long runs)
 
 
 @st.composite

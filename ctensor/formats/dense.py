@@ -10,7 +10,7 @@ from ..extents import Extent
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I64
-from ..looplets.nodes import Fiber, Hollow, Lookup, Thunk
+from ..looplets.nodes import Fiber, Hollow, Lookup
 from .level import Level
 
 

@@ -20,10 +20,11 @@ from ..errors import FormatError
 from ..extents import Extent, SymLimit, lim_le
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import F64, I1, I64, PtrType
+from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
-from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Lookup, PhaseSpec, Run, Sequence, Spike,
+from ..looplets.nodes import (FillLeaf, Fiber, Lookup, PhaseSpec, Run, Sequence, Spike,
                               Stepper, Thunk)
+from .append import append_entry, fiber_writer
 from .level import Level, as_array, check_no_nan, check_ptr
 
 
@@ -195,37 +196,9 @@ class VSparseList:
         self.child.freeze(ctx, ctx.let(b.load(self.ptrbuf.data, npos)))
 
     def _unfurl_write(self, ctx, pos, ext, parent_dirty):
-        st = {}
-        n = self.name
-
-        def preamble(ctx):
-            st["begin"] = ctx.let(ir.Read(self.qos), n + "_begin")
-
-        def epilogue(ctx):
-            ctx.emit(ir.Store(self.ptrbuf.data, b.add(pos, b.i64(1)), b.sub(ir.Read(self.qos), st["begin"])))
-
         def point(ctx, j):
-            slot = {}
-
-            def pre(ctx):
-                q = ctx.let(ir.Read(self.qos), n + "_slot")
-                slot["q"] = q
-                self.idxbuf.ensure(ctx, b.add(q, b.i64(1)))
-                self.child.assemble(ctx, q, q)
-                slot["dirty"] = ctx.mut(I1, b.FALSE, n + "_dirty")
-
-            def post(ctx):
-                def commit():
-                    ctx.emit(ir.Store(self.idxbuf.data, slot["q"], j.v))
-                    ctx.assign(self.qos, b.add(slot["q"], b.i64(1)))
-                    if parent_dirty is not None:
-                        ctx.assign(parent_dirty, b.TRUE)
-                ctx.if_(ir.Read(slot["dirty"]), commit)
-
-            # Hollow is built after `pre` ran, so it reads the slot through a deferred Thunk body
-            return Thunk(Deferred(lambda: Hollow(self.child, slot["q"], slot["dirty"])), preamble=pre, epilogue=post)
-
-        return Thunk(Lookup(point), preamble=preamble, epilogue=epilogue)
+            return append_entry(self, self.name, [self.idxbuf], [j.v], parent_dirty)
+        return fiber_writer(self, pos, Lookup(point), self.ptrbuf)
 
 
 def prefix_sum(ctx, ptr, npos):

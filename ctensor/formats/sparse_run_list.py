@@ -27,10 +27,11 @@ from ..errors import FormatError
 from ..extents import Extent, SymLimit, lim_le
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import F64, I1, I8, I64, PtrType
+from ..ir.types import F64, I8, I64, PtrType
 from ..limits import Limit
-from ..looplets.nodes import (AcceptRun, Deferred, FillLeaf, Fiber, Hollow, PhaseSpec, Run,
+from ..looplets.nodes import (AcceptRun, FillLeaf, Fiber, PhaseSpec, Run,
                               Sequence, Stepper, Thunk)
+from .append import append_entry, fiber_writer
 from .level import Level, as_array, check_no_nan, check_ptr, closed_eps
 from .sparse_list import prefix_sum
 
@@ -269,35 +270,9 @@ class VSparseRunList:
         self.child.freeze(ctx, ctx.let(b.load(self.bufs["ptr"].data, npos)))
 
     def _unfurl_write(self, ctx, pos, ext, parent_dirty):
-        st, n = {}, self.name
+        names = ("left", "left_eps", "right", "right_eps")
 
-        def preamble(ctx):
-            st["begin"] = ctx.let(ir.Read(self.qos), n + "_begin")
-
-        def epilogue(ctx):
-            ctx.emit(ir.Store(self.bufs["ptr"].data, b.add(pos, b.i64(1)), b.sub(ir.Read(self.qos), st["begin"])))
-
-        def accept(ctx, e):
-            slot = {}
-
-            def pre(ctx):
-                q = slot["q"] = ctx.let(ir.Read(self.qos), n + "_slot")
-                for nm in ("left", "right", "left_eps", "right_eps"):
-                    self.bufs[nm].ensure(ctx, b.add(q, b.i64(1)))
-                self.child.assemble(ctx, q, q)
-                slot["dirty"] = ctx.mut(I1, b.FALSE, n + "_dirty")
-
-            def post(ctx):
-                def commit():
-                    q = slot["q"]
-                    for nm, val in (("left", e.start.v), ("left_eps", e.start.e),
-                                    ("right", e.stop.v), ("right_eps", e.stop.e)):
-                        ctx.emit(ir.Store(self.bufs[nm].data, q, val))
-                    ctx.assign(self.qos, b.add(q, b.i64(1)))
-                    if parent_dirty is not None:
-                        ctx.assign(parent_dirty, b.TRUE)
-                ctx.if_(ir.Read(slot["dirty"]), commit)
-
-            return Thunk(Deferred(lambda: Hollow(self.child, slot["q"], slot["dirty"])), preamble=pre, epilogue=post)
-
-        return Thunk(AcceptRun(accept), preamble=preamble, epilogue=epilogue)
+        def accept(ctx, e):   # the whole run [e.start, e.stop] is one entry
+            return append_entry(self, self.name, [self.bufs[n] for n in names],
+                                [e.start.v, e.start.e, e.stop.v, e.stop.e], parent_dirty)
+        return fiber_writer(self, pos, AcceptRun(accept), self.bufs["ptr"])

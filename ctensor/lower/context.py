@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import I1, I8, I64, PtrType, ScalarType
+from ..ir.types import I1, I64, PtrType, ScalarType
 
 
 class Context:

@@ -111,14 +111,14 @@ def collapse(ctx, loop: Loop):
                 return a2.with_(rhs=Call("wmul", (Val(w, "float"), a.rhs)))
             if m == "counting":
                 if ext.continuous:
-                    return Sieve(ext.is_pinpoint(), a2)
+                    return Sieve(ext.finite_pinpoint(), a2)
                 n = weight("count", ext.length)
                 return a2.with_(rhs=Call("*", (Val(n, "int"), a.rhs)))
             raise InvalidProgramError("the boolean measure needs an idempotent reduction (or, min, max)")
         if m == "lebesgue":
             return Sieve(ext.positive_length(), a2)
         if m == "counting" and ext.continuous:
-            return Sieve(ext.is_pinpoint(), a2)
+            return Sieve(ext.finite_pinpoint(), a2)
         return a2                          # boolean measure: the extent is non-empty here
 
     lower(ctx, map_assigns(loop.body, f))

@@ -7,14 +7,12 @@ point, and rebuilds the output from the buffers the kernel grew with realloc.
 """
 from __future__ import annotations
 
-import ctypes
 import time
 
 import numpy as np
 
 from ..codegen import compile_function
 from ..errors import FormatError, InvalidProgramError, KernelError
-from ..extents import Extent
 from ..formats.dense import Dense
 from ..formats.element import Element
 from ..formats.level import Level
@@ -26,7 +24,7 @@ from ..ir import nodes as ir
 from ..ir.printer import format_function
 from ..ir.types import F64, I8, I64, PtrType
 from ..lang.parser import EAccess, ECall, ELit, EScalar, parse
-from ..lang.program import make_plan
+from ..lang.program import accesses, make_plan
 from ..looplets.nodes import Fiber, Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower
@@ -94,7 +92,7 @@ class Kernel:
         ctx = Context()
         self.getters = []
         roots, vlevels = {}, {}
-        used = [a.tensor for a in _accesses(es.rhs)]
+        used = [a.tensor for a in accesses(es.rhs)]
         for name in dict.fromkeys(used):
             t = tensors[name]
             before = len(ctx.params)
@@ -187,7 +185,7 @@ class Kernel:
                 raise TypeError(f"missing scalar argument {k!r}")
         # integer modes addressed by one index must have one shape
         shapes = {}
-        for acc in _accesses(self.es.rhs):
+        for acc in accesses(self.es.rhs):
             lvls = tensors[acc.tensor].levels()
             for d, i in enumerate(acc.idxs):
                 if self.plan.kinds[i] == "int":
@@ -273,14 +271,6 @@ def homogenize(lvl: SparseRunList) -> SparseRunList:
             if a == le[0] and c == re[0]:
                 return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, name)
     return lvl
-
-
-def _accesses(e):
-    if isinstance(e, EAccess):
-        yield e
-    elif isinstance(e, ECall):
-        for a in e.args:
-            yield from _accesses(a)
 
 
 def _scalars(e):

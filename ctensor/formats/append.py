@@ -1,0 +1,50 @@
+"""The appending writer shared by sparse output levels (Finch digest §1.4).
+
+An entry is appended at slot `qos` of the level: the slot's buffers are grown, the child slot is
+assembled (filled with the fill value) and the child is written through a `Hollow` subfiber with a
+fresh dirty flag.  Only if something was written is the entry committed — its coordinate buffers
+stored and `qos` advanced — and the parent told that this fiber is dirty too.
+"""
+from __future__ import annotations
+
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.types import I1
+from ..looplets.nodes import Deferred, Hollow, Thunk
+
+
+def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty) -> Thunk:
+    """bufs: GrowBuffers holding the entry's coordinates; coords: IR values stored into them."""
+    slot = {}
+
+    def pre(ctx):
+        q = slot["q"] = ctx.let(ir.Read(vlevel.qos), name + "_slot")
+        for buf in bufs:
+            buf.ensure(ctx, b.add(q, b.i64(1)))
+        vlevel.child.assemble(ctx, q, q)
+        slot["dirty"] = ctx.mut(I1, b.FALSE, name + "_dirty")
+
+    def post(ctx):
+        def commit():
+            for buf, val in zip(bufs, coords):
+                ctx.emit(ir.Store(buf.data, slot["q"], val))
+            ctx.assign(vlevel.qos, b.add(slot["q"], b.i64(1)))
+            if parent_dirty is not None:
+                ctx.assign(parent_dirty, b.TRUE)
+        ctx.if_(ir.Read(slot["dirty"]), commit)
+
+    return Thunk(Deferred(lambda: Hollow(vlevel.child, slot["q"], slot["dirty"])), preamble=pre, epilogue=post)
+
+
+def fiber_writer(vlevel, pos, body, ptr_buf) -> Thunk:
+    """Wrap a fiber's write looplet: remember where the fiber starts, store its entry count in
+    ptr[pos+1] afterwards (turned into offsets by `freeze`)."""
+    st = {}
+
+    def preamble(ctx):
+        st["begin"] = ctx.let(ir.Read(vlevel.qos), vlevel.name + "_begin")
+
+    def epilogue(ctx):
+        ctx.emit(ir.Store(ptr_buf.data, b.add(pos, b.i64(1)), b.sub(ir.Read(vlevel.qos), st["begin"])))
+
+    return Thunk(body, preamble=preamble, epilogue=epilogue)

@@ -178,3 +178,20 @@ def test_infinite_bounds():
     assert ct.einsum("s[] = A[x] * d(x; lebesgue)", A=A) == math.inf
     Z = ct.intervals([-np.inf], [0.0], values=[0.0])
     assert ct.einsum("s[] = Z[x] * d(x; lebesgue)", Z=Z) == 0.0      # 0 · ∞ = 0
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(-6, 12), st.sampled_from([1.0, -2.0, 0.5])), max_size=6),
+       interval_tensor())
+def test_sparse_point_per_id(pts, A):
+    """Dense ids over SparsePoint: each id owns one pinpoint x_i with value v_i (Finch SparsePoint)."""
+    xs = np.array([p[0] for p in pts], dtype=float)
+    vs = np.array([p[1] for p in pts])
+    T = ct.Tensor(ct.Dense(ct.SparsePoint(ct.Element(0.0, val=vs), idx=xs), len(pts)))
+    text = "C[i] = T[i, x] * A[x] * d(x; counting)"
+    got = ct.einsum(text, T=T, A=A).to_numpy()
+    ref = oracle(text, T=T, A=A)
+    for i in range(len(pts)):
+        assert close(got[i], ref.at(i)), (i, got[i], ref.at(i))
+    s = ct.einsum("s[] = T[i, x] * A[x] * d(i, x; counting, counting)", T=T, A=A)
+    assert close(s, got.sum())

@@ -194,7 +194,14 @@ class Kernel:
                         raise FormatError(f"index {i!r}: {acc.tensor} has {n} coordinates but "
                                           f"{shapes[i][1]} has {shapes[i][0]}")
 
-    def __call__(self, **kwargs):
+    @property
+    def ctypes_function(self):
+        """The packed entry point as a ctypes function `int32 (void *argument_block)`; numba's
+        @njit code can call it directly (it becomes an external function pointer)."""
+        return self.compiled.packed
+
+    def pack(self, **kwargs) -> "PackedCall":
+        """Check the arguments and build the int64 argument block of one call (see `PackedCall`)."""
         tensors, scalars = split_args(kwargs)
         self.check(tensors, scalars)
         block = np.zeros(len(self.getters), np.int64)
@@ -221,16 +228,11 @@ class Kernel:
             elif g[0] == "out":
                 out_cell = np.zeros(1, _NP[self.plan.out_kind])
                 block[k] = out_cell.ctypes.data
-        status = self.compiled.packed(block.ctypes.data)
-        try:
-            if status != 0:
-                raise KernelError(f"kernel for {self.text!r} failed: {ir.STATUS_NAMES.get(status, status)}")
-            if out_cell is not None:
-                return out_cell[0].item()
-            return Tensor(self._rebuild(tensors, cells), name=self.es.out)
-        finally:
-            for cell in cells.values():
-                free(int(cell[0]))
+        return PackedCall(self, tensors, block, keep, cells, out_cell)
+
+    def __call__(self, **kwargs):
+        call = self.pack(**kwargs)
+        return call.finish(self.compiled.packed(call.address))
 
     def _rebuild(self, tensors, cells):
         def shape_of(depth):
@@ -258,6 +260,35 @@ class Kernel:
                                                 arrs["left_eps"], arrs["right_eps"]))
             raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
         return build(self.out_fmt, 0, 1)
+
+
+class PackedCall:
+    """One packed call: `address` of the int64 argument block (pass it to `Kernel.address` or
+    `Kernel.ctypes_function`, from Python or numba), then `finish(status)` for the result.  The
+    object keeps the input buffers alive until then."""
+
+    def __init__(self, kernel, tensors, block, keep, cells, out_cell):
+        self.kernel, self.tensors, self.block = kernel, tensors, block
+        self.keep, self.cells, self.out_cell = keep, cells, out_cell
+
+    @property
+    def address(self) -> int:
+        return self.block.ctypes.data
+
+    def finish(self, status: int):
+        """Raise KernelError on a non-zero status; return the scalar or the output Tensor; free
+        every kernel-grown buffer."""
+        k = self.kernel
+        try:
+            if status != 0:
+                raise KernelError(f"kernel for {k.text!r} failed: {ir.STATUS_NAMES.get(status, status)}")
+            if self.out_cell is not None:
+                return self.out_cell[0].item()
+            return Tensor(k._rebuild(self.tensors, self.cells), name=k.es.out)
+        finally:
+            for cell in self.cells.values():
+                free(int(cell[0]))
+            self.cells = {}
 
 
 def homogenize(lvl: SparseRunList) -> SparseRunList:

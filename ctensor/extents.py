@@ -159,9 +159,11 @@ class Extent:
         """Lebesgue length with ε dropped (f64), or the point count (i64) of an integer extent."""
         if self.continuous:
             # a pinpoint at -inf (a stepper may start there) has length 0, not inf - inf = NaN
+            if self.start.v == self.stop.v:
+                return b.f64(0.0)
             d = b.sub(self.stop.v, self.start.v)
             if b.is_const(d):
-                return d
+                return d if d.value == d.value else b.f64(0.0)
             return b.select(b.lt(b.f64(0.0), d), d, b.f64(0.0))
         return b.add(b.sub(self.stop.v, self.start.v), b.i64(1))
 

@@ -37,7 +37,7 @@ class Limit:
             value, eps = value.value, _sat(value.eps + eps)
         if eps not in (-1, 0, 1):
             raise ValueError(f"Limit eps must be -1, 0 or +1, got {eps!r}")
-        if isinstance(value, float) and math.isnan(value):
+        if value != value:
             raise ValueError("Limit value must not be NaN")
         self.value = value
         self.eps = int(eps)
@@ -63,7 +63,8 @@ class Limit:
         return self._key() < other._key()
 
     def __hash__(self):
-        return hash(self._key())
+        # equal to a plain number when eps == 0, so the hash must agree with the number's
+        return hash(self.value) if self.eps == 0 else hash(self._key())
 
     # arithmetic ---------------------------------------------------------------
     def __add__(self, other):

@@ -82,7 +82,7 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
         raise FormatError(f"start[{k}] = {s[k]!r} is not before end[{k}] = {e[k]!r} "
                           f"(the interval is empty with closed={closed if isinstance(closed, str) else closed[k]!r})")
     if sort:
-        order = np.lexsort((e, s))
+        order = np.lexsort((re, e, le, s))       # by start Limit (value, ε), then end
         s, e, le, re = s[order], e[order], le[order], re[order]
         v = None if v is None else v[order]
     if merge:
@@ -99,12 +99,20 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
             raise FormatError(f"start[{k}] = {s[k]!r}: interval {k} {what} (interval {k - 1} ends at "
                               f"end[{k - 1}] = {e[k - 1]!r}); pass sort=True / merge=True to canonicalise")
     ptr = np.array([0, n], np.int64)
+    if v is not None and v.dtype.kind in "biu" and not _integral(fill):
+        v = v.astype(np.float64)                 # a fractional, infinite or NaN fill needs float values
     child = Pattern() if v is None else Element(fill, val=v, dtype=v.dtype)
     if mode is None:
         lvl = SparseRunList(child, ptr, s, e, closed)
     else:
         lvl = SparseRunList(child, ptr, s, e, None, le, re)
     return Tensor(lvl, name="intervals")
+
+
+def _integral(x) -> bool:
+    if isinstance(x, (bool, int, np.integer, np.bool_)):
+        return True
+    return isinstance(x, (float, np.floating)) and bool(np.isfinite(x)) and x == int(x)
 
 
 def _merge(s, e, le, re):

@@ -64,7 +64,12 @@ class Element(Level):
     def __init__(self, fill=0.0, val=None, dtype=None):
         self.kind = kind_of(dtype) if dtype is not None else kind_of_value(fill)
         np_dtype = DTYPES[self.kind][0]
-        self._fill = np_dtype(fill).item()
+        try:
+            self._fill = np_dtype(fill).item()
+        except (ValueError, OverflowError, TypeError):
+            raise FormatError(f"fill {fill!r} cannot be stored as {self.kind} values") from None
+        if self._fill != fill and not (self.kind == "float" and fill != fill):
+            raise FormatError(f"fill {fill!r} cannot be stored exactly as {self.kind} values")
         self.val = None if val is None else np.ascontiguousarray(np.asarray(val, dtype=np_dtype))
 
     @property

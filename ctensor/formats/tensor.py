@@ -130,7 +130,8 @@ def _build(fmt: Level, fibers: list, name: str) -> Level:
     if isinstance(fmt, Dense):
         n = fibers[0].shape[0] if fibers else 0
         return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name), n)
-    if isinstance(fmt, SparseList) and fmt.coord == "int":
+    if isinstance(fmt, SparseList) and (fmt.coord == "int" or fmt.shape is None):
+        # dense data has integer coordinates: an unshaped SparseList takes them with the data's shape
         n = fibers[0].shape[0] if fibers else 0
         ptr, idx, kids = [0], [], []
         for f in fibers:

@@ -38,6 +38,14 @@ def accesses(e):
             yield from accesses(a)
 
 
+def _scalar_names(e):
+    if isinstance(e, EScalar):
+        yield e.name
+    elif isinstance(e, ECall):
+        for a in e.args:
+            yield from _scalar_names(a)
+
+
 def value_kind(e, tensors, scalars) -> str:
     if isinstance(e, ELit):
         v = e.value
@@ -62,6 +70,9 @@ def value_kind(e, tensors, scalars) -> str:
 
 def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=None) -> Plan:
     """tensors: name -> object with `.levels()` (root level first) and `.leaf_kind`."""
+    for name in _scalar_names(es.rhs):
+        if name not in scalars:
+            raise InvalidProgramError(f"scalar {name!r} in {es.text!r} was not passed (pass {name}=<number>)")
     kinds, source = {}, {}
     for acc in accesses(es.rhs):
         if acc.tensor not in tensors:

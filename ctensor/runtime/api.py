@@ -27,7 +27,7 @@ def _key(text, kwargs, semiring, order, out):
         of = out.level.format_key()
     elif isinstance(out, Level):
         of = out.format_key()
-    return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order else None, of)
+    return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order is not None else None, of)
 
 
 def compile(text: str, *, semiring=None, order=None, out=None, **tensors) -> Kernel:

@@ -10,7 +10,6 @@ is a closed endpoint moved by ε, so every interval is closed over Limits: `[a, 
 """
 from __future__ import annotations
 
-import math
 from functools import total_ordering
 
 

@@ -1,5 +1,4 @@
 """Embedding kernels in other JIT code: call the packed entry point from numba @njit."""
-import numpy as np
 import pytest
 
 import ctensor as ct

@@ -79,7 +79,7 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
     bad = np.flatnonzero(~endpoints_ok(s, le, e, re))
     if bad.size:
         k = int(bad[0])
-        raise FormatError(f"start[{k}] = {s[k]!r} is not before end[{k}] = {e[k]!r} "
+        raise FormatError(f"start[{k}] = {s[k].item()!r} is not before end[{k}] = {e[k].item()!r} "
                           f"(the interval is empty with closed={closed if isinstance(closed, str) else closed[k]!r})")
     if sort:
         order = np.lexsort((re, e, le, s))       # by start Limit (value, ε), then end
@@ -96,8 +96,8 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
         if bad.size:
             k = int(bad[0]) + 1
             what = "starts before the previous one" if s[k] < s[k - 1] else "overlaps the previous one"
-            raise FormatError(f"start[{k}] = {s[k]!r}: interval {k} {what} (interval {k - 1} ends at "
-                              f"end[{k - 1}] = {e[k - 1]!r}); pass sort=True / merge=True to canonicalise")
+            raise FormatError(f"start[{k}] = {s[k].item()!r}: interval {k} {what} (interval {k - 1} ends at "
+                              f"end[{k - 1}] = {e[k - 1].item()!r}); pass sort=True / merge=True to canonicalise")
     ptr = np.array([0, n], np.int64)
     if v is not None and v.dtype.kind in "biu" and not _integral(fill):
         v = v.astype(np.float64)                 # a fractional, infinite or NaN fill needs float values
@@ -163,7 +163,7 @@ def interval_set(start, end, closed="left") -> Tensor:
     bad = np.flatnonzero(~endpoints_ok(s, lo, e, hi))
     if bad.size:
         k = int(bad[0])
-        raise FormatError(f"start[{k}] = {s[k]!r} is not before end[{k}] = {e[k]!r} (closed={closed!r})")
+        raise FormatError(f"start[{k}] = {s[k].item()!r} is not before end[{k}] = {e[k].item()!r} (closed={closed!r})")
     return Tensor(Dense(SparseInterval(Pattern(), s, e, closed), s.shape[0]), name="interval_set")
 
 
@@ -181,7 +181,7 @@ def points(coords) -> Tensor:
     bad = np.argwhere(~np.isfinite(c))
     if bad.size:
         i, j = bad[0]
-        raise FormatError(f"coords[{i}, {j}] = {c[i, j]!r} is not finite")
+        raise FormatError(f"coords[{i}, {j}] = {c[i, j].item()!r} is not finite")
     order = np.lexsort(tuple(c[:, j] for j in reversed(range(d))))
     cs, ids = c[order], order.astype(np.int64)
     # new_prefix[k][r]: row r starts a new group of its first k+1 coordinates
@@ -221,7 +221,7 @@ def box(lo, hi, closed="both") -> Tensor:
     bad = np.flatnonzero(~endpoints_ok(lo, le, hi, re))
     if bad.size:
         k = int(bad[0])
-        raise FormatError(f"lo[{k}] = {lo[k]!r} is not below hi[{k}] = {hi[k]!r} (closed={closed!r})")
+        raise FormatError(f"lo[{k}] = {lo[k].item()!r} is not below hi[{k}] = {hi[k].item()!r} (closed={closed!r})")
     level = Pattern()
     for k in reversed(range(lo.shape[0])):
         level = SparseInterval(level, lo[k:k + 1], hi[k:k + 1], closed)

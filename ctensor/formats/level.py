@@ -113,10 +113,10 @@ def as_array(x, name: str, dtype=None, ndim=1) -> np.ndarray:
         if np.dtype(dtype).kind in "iu" and a.dtype.kind == "f":
             if a.size and not np.all(np.isfinite(a)):
                 bad = int(np.flatnonzero(~np.isfinite(a))[0])
-                raise FormatError(f"{name}[{bad}] = {a[bad]!r} is not a finite integer")
+                raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not a finite integer")
             if a.size and not np.all(a == np.round(a)):
                 bad = int(np.flatnonzero(a != np.round(a))[0])
-                raise FormatError(f"{name}[{bad}] = {a[bad]!r} is not an integer")
+                raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not an integer")
         a = a.astype(dtype, copy=False)
     return np.ascontiguousarray(a)
 

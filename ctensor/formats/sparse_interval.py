@@ -70,7 +70,7 @@ class SparseInterval(Level):
         bad = np.flatnonzero(~endpoints_ok(self.left, le, self.right, re))
         if bad.size:
             k = int(bad[0])
-            raise FormatError(f"{name}: interval {k} is empty or reversed (start {self.left[k]!r}, end {self.right[k]!r})")
+            raise FormatError(f"{name}: interval {k} is empty or reversed (start {self.left[k].item()!r}, end {self.right[k].item()!r})")
         self.child.validate(npos, name)
 
     def _limits(self, k):

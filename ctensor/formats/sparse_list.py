@@ -81,14 +81,14 @@ class SparseList(Level):
             bad = np.flatnonzero(np.diff(seg) <= 0)
             if bad.size:
                 k = int(self.ptr[p] + bad[0] + 1)
-                raise FormatError(f"{name}.idx[{k}] = {self.idx[k]!r} is not greater than the previous "
+                raise FormatError(f"{name}.idx[{k}] = {self.idx[k].item()!r} is not greater than the previous "
                                   "coordinate (coordinates must be sorted and distinct)")
         if self.coord == "int" and self.idx.size:
             if self.shape is None:
                 raise FormatError(f"{name}: an integer SparseList needs a shape")
             bad = np.flatnonzero((self.idx < 0) | (self.idx >= self.shape))
             if bad.size:
-                raise FormatError(f"{name}.idx[{int(bad[0])}] = {self.idx[bad[0]]} outside [0, {self.shape - 1}]")
+                raise FormatError(f"{name}.idx[{int(bad[0])}] = {self.idx[bad[0]].item()} outside [0, {self.shape - 1}]")
         self.child.validate(self.child_count(npos), name)
 
     def eval(self, pos, coords):

@@ -113,13 +113,13 @@ class SparseRunList(Level):
                 lo, hi = (0, 1) if nm == "left_eps" else (-1, 0)
                 bad = np.flatnonzero((a < lo) | (a > hi))
                 if bad.size:
-                    raise FormatError(f"{name}.{nm}[{int(bad[0])}] = {a[bad[0]]} is not {lo} or {hi} "
+                    raise FormatError(f"{name}.{nm}[{int(bad[0])}] = {a[bad[0]].item()} is not {lo} or {hi} "
                                       "(a closed or open endpoint)")
         le, re = self.eps_arrays()
         bad = np.flatnonzero(~endpoints_ok(self.left, le, self.right, re))
         if bad.size:
             k = int(bad[0])
-            raise FormatError(f"{name}: interval {k} is empty or reversed (start {self.left[k]!r} > end {self.right[k]!r})")
+            raise FormatError(f"{name}: interval {k} is empty or reversed (start {self.left[k].item()!r} > end {self.right[k].item()!r})")
         bad = np.flatnonzero(np.isposinf(self.left) | np.isneginf(self.right))
         if bad.size:
             raise FormatError(f"{name}: interval {int(bad[0])} starts at +inf or ends at -inf")
@@ -130,8 +130,8 @@ class SparseRunList(Level):
         bad = np.flatnonzero(~ok & ~starts[1:])
         if bad.size:
             k = int(bad[0]) + 1
-            raise FormatError(f"{name}: interval {k} [{self.left[k]!r}, {self.right[k]!r}] overlaps or precedes "
-                              f"interval {k - 1} [{self.left[k - 1]!r}, {self.right[k - 1]!r}] "
+            raise FormatError(f"{name}: interval {k} [{self.left[k].item()!r}, {self.right[k].item()!r}] overlaps or precedes "
+                              f"interval {k - 1} [{self.left[k - 1].item()!r}, {self.right[k - 1].item()!r}] "
                               "(intervals of a fiber must be sorted and disjoint)")
         self.child.validate(self.child_count(npos), name)
 

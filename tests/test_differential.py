@@ -195,3 +195,43 @@ def test_sparse_point_per_id(pts, A):
         assert close(got[i], ref.at(i)), (i, got[i], ref.at(i))
     s = ct.einsum("s[] = T[i, x] * A[x] * d(i, x; counting, counting)", T=T, A=A)
     assert close(s, got.sum())
+
+
+@SETTINGS
+@given(pinpoint_tensor(), pinpoint_tensor(), interval_tensor())
+def test_two_pinpoint_tensors(P, Q, A):
+    check_scalar("s[] = P[x, i] * Q[x, j] * d(x, i, j; counting, counting, counting)", P=P, Q=Q)
+    check_scalar("s[] = P[x, i] * Q[x, j] * A[x] * d(x, i, j; counting, counting, counting)", P=P, Q=Q, A=A)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=30),
+       st.integers(0, 9), st.integers(0, 9), st.integers(0, 4), st.integers(0, 4),
+       st.sampled_from(CLOSED))
+def test_box_search_matches_numpy(pts, x0, y0, w, h, closed):
+    coords = np.array(pts, dtype=float).reshape(-1, 2)
+    P = ct.points(coords)
+    B = ct.box([x0, y0], [x0 + w, y0 + h], closed=closed) if (w and h) or closed == "both" else \
+        ct.box([x0, y0], [x0 + w + 1, y0 + h + 1], closed=closed)
+    lo, hi = B.level.left[0], B.level.right[0]
+    lo2, hi2 = B.level.child.left[0], B.level.child.right[0]
+    out = ct.einsum("Out[id] = (B[x, y] & P[x, y, id]) * d(x, y; boolean, boolean)", B=B, P=P)
+    left_in = {"left": np.greater_equal, "both": np.greater_equal, "right": np.greater, "neither": np.greater}[closed]
+    right_in = {"left": np.less, "both": np.less_equal, "right": np.less_equal, "neither": np.less}[closed]
+    want = (left_in(coords[:, 0], lo) & right_in(coords[:, 0], hi) &
+            left_in(coords[:, 1], lo2) & right_in(coords[:, 1], hi2)) if len(coords) else np.zeros(0, bool)
+    assert np.array_equal(out.to_numpy(), want)
+
+
+@SETTINGS
+@given(st.integers(0, 4), st.integers(0, 4), st.data())
+def test_dense_integer_programs_match_numpy(m, n, data):
+    M = np.array(data.draw(st.lists(st.sampled_from([0.0, 1.0, -2.0, 0.5]), min_size=m * n, max_size=m * n))).reshape(m, n)
+    v = np.array(data.draw(st.lists(st.sampled_from([0.0, 3.0, -1.0]), min_size=n, max_size=n)))
+    Mt = ct.Tensor(ct.Dense(ct.SparseList(ct.Element(0.0))), M)
+    Md = ct.Tensor(ct.Dense(ct.Dense(ct.Element(0.0))), M)
+    vt = ct.Tensor(ct.SparseList(ct.Element(0.0)), v)
+    for T in (Mt, Md):
+        if m and n:
+            assert np.allclose(ct.einsum("y[i] = M[i, j] * v[j]", M=T, v=vt).to_numpy(), M @ v)
+        assert close(ct.einsum("s[] = M[i, j] * M[i, j] * d(i, j; counting, counting)", M=T), (M * M).sum())

@@ -14,7 +14,7 @@ at compile time and no ε byte is ever loaded or stored.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .ir import build as b
 from .ir.types import F64, I8, I64
@@ -23,16 +23,20 @@ from .limits import Limit
 
 @dataclass(frozen=True)
 class SymLimit:
-    """A Limit whose value and ε are IR expressions (ε has type i8)."""
+    """A Limit whose value and ε are IR expressions (ε has type i8).
+
+    `finite` is a compile-time fact: the value is known to be above -inf (true of stored right
+    endpoints and pinpoints, which constructors validate, and of anything a guard has checked)."""
     v: object
     e: object
+    finite: bool = field(default=False, compare=False)
 
     @staticmethod
     def const(x, continuous=True) -> "SymLimit":
         x = Limit.of(x)
         if continuous:
-            return SymLimit(b.f64(x.value), b.i8(x.eps))
-        return SymLimit(b.i64(x.value), b.i8(0))
+            return SymLimit(b.f64(x.value), b.i8(x.eps), x.value > -math.inf)
+        return SymLimit(b.i64(x.value), b.i8(0), True)
 
     @property
     def is_const(self) -> bool:
@@ -78,10 +82,11 @@ def lim_min(x: SymLimit, y: SymLimit) -> SymLimit:
         return y
     if _top(y) and _e_le(x, y) or _bottom(x) and _e_le(x, y):
         return x
+    fin = x.finite and y.finite
     if x.e == y.e:
-        return SymLimit(b.minimum(x.v, y.v), x.e)
+        return SymLimit(b.minimum(x.v, y.v), x.e, fin)
     c = lim_le(x, y)
-    return SymLimit(b.select(c, x.v, y.v), b.select(c, x.e, y.e))
+    return SymLimit(b.select(c, x.v, y.v), b.select(c, x.e, y.e), fin)
 
 
 def lim_max(x: SymLimit, y: SymLimit) -> SymLimit:
@@ -91,10 +96,11 @@ def lim_max(x: SymLimit, y: SymLimit) -> SymLimit:
         return y
     if _bottom(y) and _e_le(y, x) or _top(x) and _e_le(y, x):
         return x
+    fin = x.finite or y.finite
     if x.e == y.e:
-        return SymLimit(b.maximum(x.v, y.v), x.e)
+        return SymLimit(b.maximum(x.v, y.v), x.e, fin)
     c = lim_le(x, y)
-    return SymLimit(b.select(c, y.v, x.v), b.select(c, y.e, x.e))
+    return SymLimit(b.select(c, y.v, x.v), b.select(c, y.e, x.e), fin)
 
 
 def _sat_add(e, k: int):
@@ -128,7 +134,7 @@ class Extent:
     # ------------------------------------------------------------------ arithmetic
     def plus_unit(self, x: SymLimit) -> SymLimit:
         if self.continuous:
-            return SymLimit(x.v, _sat_add(x.e, 1))
+            return SymLimit(x.v, _sat_add(x.e, 1), x.finite)
         return SymLimit(b.add(x.v, b.i64(1)), x.e)
 
     def minus_unit(self, x: SymLimit) -> SymLimit:
@@ -146,8 +152,13 @@ class Extent:
         return Extent(lim_min(self.start, other.start), lim_max(self.stop, other.stop), self.continuous)
 
     def nonempty(self):
-        """i1 expression: stop >= start under the full Limit order."""
-        return lim_le(self.start, self.stop)
+        """i1 expression: stop >= start under the full Limit order.  A continuous extent ending at
+        -inf is empty too: the point -inf is not a real number, and a stepper whose every start
+        has ε 0 may begin its first step there (passes.stepper_pass)."""
+        ok = lim_le(self.start, self.stop)
+        if self.continuous and not self.stop.finite:
+            ok = b.land(ok, b.lt(b.f64(float("-inf")), self.stop.v))
+        return ok
 
     def is_pinpoint(self):
         """i1 expression: the extent is a single point (measure 0 continuous, 1 integer)."""
@@ -158,13 +169,14 @@ class Extent:
     def length(self):
         """Lebesgue length with ε dropped (f64), or the point count (i64) of an integer extent."""
         if self.continuous:
-            # a pinpoint at -inf (a stepper may start there) has length 0, not inf - inf = NaN
+            # lowered extents never end at -inf (see nonempty), so inf - inf cannot occur at run
+            # time; a constant pinpoint at ±inf still has length 0
             if self.start.v == self.stop.v:
                 return b.f64(0.0)
             d = b.sub(self.stop.v, self.start.v)
-            if b.is_const(d):
-                return d if d.value == d.value else b.f64(0.0)
-            return b.select(b.lt(b.f64(0.0), d), d, b.f64(0.0))
+            if b.is_const(d) and d.value != d.value:
+                return b.f64(0.0)
+            return d
         return b.add(b.sub(self.stop.v, self.start.v), b.i64(1))
 
     def finite_pinpoint(self):

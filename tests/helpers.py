@@ -28,8 +28,10 @@ def to_pieces(t: ct.Tensor) -> PieceTensor:
     return PieceTensor(dims, pieces, t.fill)
 
 
-def oracle(text, semiring=None, scalars=None, **tensors):
-    return evaluate(text, {k: to_pieces(v) for k, v in tensors.items()}, scalars, semiring)
+def oracle(text, semiring=None, **args):
+    tensors = {k: to_pieces(v) for k, v in args.items() if isinstance(v, ct.Tensor)}
+    scalars = {k: v for k, v in args.items() if not isinstance(v, ct.Tensor)}
+    return evaluate(text, tensors, scalars or None, semiring)
 
 
 def close(a, b, tol=1e-9):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -235,3 +237,32 @@ def test_dense_integer_programs_match_numpy(m, n, data):
         if m and n:
             assert np.allclose(ct.einsum("y[i] = M[i, j] * v[j]", M=T, v=vt).to_numpy(), M @ v)
         assert close(ct.einsum("s[] = M[i, j] * M[i, j] * d(i, j; counting, counting)", M=T), (M * M).sum())
+
+
+@SETTINGS
+@given(interval_tensor(), interval_tensor(), st.sampled_from([0.0, 1.0, -2.0, 0.5, 3.0]))
+def test_offsets(A, B, c):
+    check_scalar("s[] = A[x + c] * B[x] * d(x; lebesgue)", A=A, B=B, c=c)
+    check_scalar("s[] = A[x - 1] * B[x + c] * d(x; lebesgue)", A=A, B=B, c=c)
+    check_scalar("s[] = A[x + c] * B[x] * d(x; counting)", A=A, B=B, c=c)
+
+
+@SETTINGS
+@given(interval_tensor(allow_inf=False), st.sampled_from([0.0, 1.0, -2.5]))
+def test_offset_continuous_output(A, c):
+    out = ct.einsum("C[x] = A[x + c]", A=A, c=c)
+    for p in probes(breakpoints_1d(A, out)):
+        assert close(out[p], A[ct.Limit(p.value + c, p.eps)])
+
+
+@SETTINGS
+@given(pinpoint_tensor(), interval_tensor(allow_inf=False))
+def test_index_values_at_pinpoints(P, A):
+    check_scalar("s[] = P[x, i] * A[x] * x * d(x, i; counting, counting)", P=P, A=A)
+    check_scalar("s[] = P[x, i] * (x * x <= 16) * d(x, i; counting, counting)", P=P)
+
+
+def test_index_value_on_interval_is_invalid():
+    A = ct.intervals([0.0], [2.0], values=[1.0])
+    with pytest.raises(ct.InvalidProgramError):
+        ct.einsum("s[] = A[x] * x * d(x; lebesgue)", A=A)

@@ -137,8 +137,8 @@ class VSparseList:
             return Extent.real()
         return Extent.integer(b.i64(0), b.sub(self.shape, b.i64(1)))
 
-    def _lim(self, c):
-        return SymLimit(c, b.i8(0))
+    def _lim(self, c):   # validated: pinpoints are finite
+        return SymLimit(c, b.i8(0), True)
 
     # ---------------------------------------------------------------- read
     def unfurl(self, ctx, pos, ext, mode, dirty=None):

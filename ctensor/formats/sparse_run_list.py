@@ -189,13 +189,13 @@ class VSparseRunList:
             return SymLimit(b.load(self.left, k), b.load(self.left_eps, k))
         return SymLimit(b.load(self.left, k), b.i8(closed_eps(self.closed)[0]))
 
-    def _right(self, k):
+    def _right(self, k):   # validated: a right endpoint is never -inf
         if self.closed is None:
-            return SymLimit(b.load(self.right, k), b.load(self.right_eps, k))
-        return SymLimit(b.load(self.right, k), b.i8(closed_eps(self.closed)[1]))
+            return SymLimit(b.load(self.right, k), b.load(self.right_eps, k), True)
+        return SymLimit(b.load(self.right, k), b.i8(closed_eps(self.closed)[1]), True)
 
     def _bind(self, ctx, lim: SymLimit, hint):
-        return SymLimit(ctx.let(lim.v, hint), ctx.let(lim.e, hint + "_e"))
+        return SymLimit(ctx.let(lim.v, hint), ctx.let(lim.e, hint + "_e"), lim.finite)
 
     # ---------------------------------------------------------------- read
     def unfurl(self, ctx, pos, ext, mode, dirty=None):

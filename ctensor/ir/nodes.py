@@ -209,9 +209,12 @@ class Function:
 STATUS_OK = 0
 STATUS_OUT_OF_MEMORY = 1
 STATUS_LOOKUP_ON_INTERVAL = 2   # a pinpoint-only access met an extent of positive length
+STATUS_INDEX_ON_INTERVAL = 3    # an index value was needed on an interval of positive length
 STATUS_NAMES = {
     STATUS_OUT_OF_MEMORY: "out of memory while growing an output buffer",
     STATUS_LOOKUP_ON_INTERVAL: "a pinpoint-only (Lookup) access met an interval of positive length",
+    STATUS_INDEX_ON_INTERVAL: "an expression of an index met an effectual interval of positive length; such "
+                              "expressions are valid only where every effectual partition is a pinpoint (paper §4.3)",
 }
 
 __all__ = [

@@ -22,6 +22,7 @@ class EAccess:
     tensor: str
     idxs: tuple            # index names
     permissive: tuple = ()  # per index: True for ~x
+    offsets: tuple = ()     # per index: None, or (sign, ELit | EScalar) for A[x + c] / A[x - c]
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,32 @@ def _index_names(sl, text, allow_expr=True):
     return tuple(out)
 
 
+def _shift_term(node, text):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return ELit(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _shift_term(node.operand, text)
+        if isinstance(inner, ELit):
+            return ELit(-inner.value)
+    if isinstance(node, ast.Name):
+        return EScalar(node.id)
+    raise InvalidProgramError(f"index expression {ast.unparse(node)!r} in {text!r}: only an index plus or minus "
+                              "a number or a scalar name is supported (A[x + c]); A[a*x], A[x + y] are not yet")
+
+
+def _affine_index(e, text):
+    """x -> (x, None); x + c, c + x, x - c -> (x, (±1, c)) with c a number or scalar name."""
+    if isinstance(e, ast.Name):
+        return e.id, None
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+        if isinstance(e.left, ast.Name):
+            return e.left.id, (1 if isinstance(e.op, ast.Add) else -1, _shift_term(e.right, text))
+        if isinstance(e.op, ast.Add) and isinstance(e.right, ast.Name):
+            return e.right.id, (1, _shift_term(e.left, text))
+    raise InvalidProgramError(f"index {ast.unparse(e)!r} in {text!r} must be an index name or index ± constant "
+                              "(A[x + c]); scaled and multi-index forms are not supported yet")
+
+
 def _product_factors(node):
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
         return _product_factors(node.left) + _product_factors(node.right)
@@ -157,16 +184,15 @@ def _expr(node, text):
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
         sl = node.slice
         elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-        idxs, perm = [], []
+        idxs, perm, offs = [], [], []
         for e in elts:
             p = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert)
             e = e.operand if p else e
-            if not isinstance(e, ast.Name):
-                raise InvalidProgramError(f"index {ast.unparse(e)!r} in {text!r} must be a plain index name "
-                                          "(affine indices are not supported yet)")
-            idxs.append(e.id)
+            name, off = _affine_index(e, text)
+            idxs.append(name)
             perm.append(p)
-        return EAccess(node.value.id, tuple(idxs), tuple(perm))
+            offs.append(off)
+        return EAccess(node.value.id, tuple(idxs), tuple(perm), tuple(offs))
     if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
         return ECall(_BIN[type(node.op)], (_expr(node.left, text), _expr(node.right, text)))
     if isinstance(node, ast.UnaryOp):

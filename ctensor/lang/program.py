@@ -28,6 +28,7 @@ class Plan:
     op: str                 # reduction operator ⊕
     out_kind: str           # 'bool' | 'int' | 'float'
     fill: object            # output fill = identity of ⊕
+    rhs: object = None      # the right-hand side with index names bound (EIndex)
 
 
 def accesses(e):
@@ -38,15 +39,29 @@ def accesses(e):
             yield from accesses(a)
 
 
-def _scalar_names(e):
+def scalar_names(e):
+    """Scalar names read by an expression, including those in access offsets (A[x + c])."""
     if isinstance(e, EScalar):
         yield e.name
     elif isinstance(e, ECall):
         for a in e.args:
-            yield from _scalar_names(a)
+            yield from scalar_names(a)
+    elif isinstance(e, EAccess):
+        for off in e.offsets:
+            if off is not None and isinstance(off[1], EScalar):
+                yield off[1].name
 
 
-def value_kind(e, tensors, scalars) -> str:
+def bind_indices(e, kinds):
+    """Names that are loop indices denote index values (EIndex), not scalars."""
+    if isinstance(e, EScalar) and e.name in kinds:
+        return EIndex(e.name)
+    if isinstance(e, ECall):
+        return ECall(e.op, tuple(bind_indices(a, kinds) for a in e.args))
+    return e
+
+
+def value_kind(e, tensors, scalars, kinds=None) -> str:
     if isinstance(e, ELit):
         v = e.value
         return "bool" if isinstance(v, bool) else "int" if isinstance(v, int) else "float"
@@ -55,8 +70,8 @@ def value_kind(e, tensors, scalars) -> str:
     if isinstance(e, EAccess):
         return tensors[e.tensor].leaf_kind
     if isinstance(e, EIndex):
-        return "float"
-    ks = [value_kind(a, tensors, scalars) for a in e.args]
+        return "int" if kinds and kinds.get(e.name) == "int" else "float"
+    ks = [value_kind(a, tensors, scalars, kinds) for a in e.args]
     if e.op in ("lt", "le", "gt", "ge", "eq", "ne", "not"):
         return "bool"
     if e.op in ("/", "sqrt"):
@@ -70,9 +85,6 @@ def value_kind(e, tensors, scalars) -> str:
 
 def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=None) -> Plan:
     """tensors: name -> object with `.levels()` (root level first) and `.leaf_kind`."""
-    for name in _scalar_names(es.rhs):
-        if name not in scalars:
-            raise InvalidProgramError(f"scalar {name!r} in {es.text!r} was not passed (pass {name}=<number>)")
     kinds, source = {}, {}
     for acc in accesses(es.rhs):
         if acc.tensor not in tensors:
@@ -91,6 +103,20 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
                 raise InvalidProgramError(f"index {i!r} addresses both integer and real modes in {es.text!r}")
             kinds[i] = lvl.coord
             source.setdefault(i, (acc.tensor, depth))
+    rhs = bind_indices(es.rhs, kinds)
+    for name in scalar_names(rhs):
+        if name in kinds:
+            raise InvalidProgramError(f"index {name!r} inside another index expression (A[x + {name}]) needs "
+                                      "the Toeplitz wrapper, which is not supported yet")
+        if name not in scalars:
+            raise InvalidProgramError(f"scalar {name!r} in {es.text!r} was not passed (pass {name}=<number>)")
+    for acc in accesses(rhs):
+        for i, off in zip(acc.idxs, acc.offsets):
+            if off is not None and kinds[i] == "int":
+                term = off[1]
+                k = scalars[term.name][1] if isinstance(term, EScalar) else value_kind(term, tensors, scalars)
+                if k == "float":
+                    raise InvalidProgramError(f"{acc.tensor}: integer index {i!r} shifted by a non-integer")
     for i in es.out_idxs:
         if i not in kinds:
             raise InvalidProgramError(f"output index {i!r} in {es.text!r} is not used on the right-hand side")
@@ -120,7 +146,7 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     if op == "+" and "boolean" in measures.values():
         raise InvalidProgramError("the boolean measure needs an idempotent semiring: pass semiring='or' "
                                   "(or 'min'/'max')")
-    rk = value_kind(es.rhs, tensors, scalars)
+    rk = value_kind(rhs, tensors, scalars, kinds)
     if op == "+":
         if measures:
             out_kind = "float" if rk == "float" or "lebesgue" in measures.values() else "int"
@@ -135,7 +161,7 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     fill = REDUCTIONS[op][0]
     fill = bool(fill) if out_kind == "bool" else (float(fill) if out_kind == "float" else int(fill))
     order = _loop_order(es, kinds, order)
-    return Plan(es, order, kinds, source, measures, op, out_kind, fill)
+    return Plan(es, order, kinds, source, measures, op, out_kind, fill, rhs)
 
 
 def _loop_order(es, kinds, order):

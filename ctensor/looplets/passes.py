@@ -37,8 +37,8 @@ def _accesses(loop, cls):
     return [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and isinstance(a.tns, cls)]
 
 
-def _bind(ctx, x: SymLimit, hint) -> SymLimit:
-    return SymLimit(ctx.let(x.v, hint), ctx.let(x.e, hint + "_e"))
+def _bind(ctx, x: SymLimit, hint, finite=None) -> SymLimit:
+    return SymLimit(ctx.let(x.v, hint), ctx.let(x.e, hint + "_e"), x.finite if finite is None else finite)
 
 
 # ---------------------------------------------------------------- passes
@@ -87,6 +87,8 @@ def phase_pass(ctx, loop):
         sub = Extent(_bind(ctx, sub.start, loop.idx + "_start"), _bind(ctx, sub.stop, loop.idx + "_stop"),
                      ext.continuous)
         nonempty = sub.nonempty()
+    # inside the guard the stop is known to be above -inf (nonempty() checked it)
+    sub = Extent(sub.start, SymLimit(sub.stop.v, sub.stop.e, True), sub.continuous)
     body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Phase), lambda a: a.tns.body(ctx, sub), sub)
     ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)))
 

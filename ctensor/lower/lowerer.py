@@ -15,7 +15,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Looplet, Run, Value)
 from .notation import (Access, Assign, Block, Call, Lit, Loop, ScalarOut, Sieve, Val, map_accesses,
-                       map_assigns, walk_accesses)
+                       map_assigns, subst_index, uses_index, walk_accesses)
 from .ops import REDUCTIONS, combine, convert, kind, to_ir
 from .simplify import simplify
 
@@ -87,6 +87,9 @@ def lower_loop(ctx, loop: Loop):
 def collapse(ctx, loop: Loop):
     """Lower a loop whose body no longer depends on its index (Finch `collapsed`, digest §4.3)."""
     idx, ext = loop.idx, loop.ext
+    if uses_index(loop.body, idx):
+        _collapse_index_value(ctx, loop)
+        return
     for a in walk_accesses(loop.body):
         if a.idxs and a.idxs[0] == idx:
             raise InvalidProgramError(f"access {a.name}[{', '.join(a.idxs)}] could not be lowered at index {idx}")
@@ -122,6 +125,27 @@ def collapse(ctx, loop: Loop):
         return a2                          # boolean measure: the extent is non-empty here
 
     lower(ctx, map_assigns(loop.body, f))
+
+
+def _collapse_index_value(ctx, loop: Loop):
+    """The body reads the index's value: on a continuous extent it must be a pinpoint (checked at
+    run time unless proved); on an integer extent the points are enumerated."""
+    idx, ext = loop.idx, loop.ext
+    if ext.continuous:
+        pin = ext.is_pinpoint()
+        if b.is_const(pin, False):
+            raise InvalidProgramError(f"the value of index {idx!r} is used on an interval of positive length")
+        ctx.fail_if(b.lnot(pin), ir.STATUS_INDEX_ON_INTERVAL)
+        body = subst_index(loop.body, idx, Val(ext.start.v, "float"))
+        lower(ctx, Loop(idx, Extent(ext.start, ext.start, True), body))
+        return
+    j = ir.Var(ctx.fresh(idx), ext.start.v.type, "let")
+    from ..extents import SymLimit
+    point = SymLimit(ir.Read(j), b.i8(0))
+    with ctx.block() as inner:
+        body = subst_index(loop.body, idx, Val(ir.Read(j), "int"))
+        lower(ctx, Loop(idx, Extent(point, point, False), body))
+    ctx.emit(ir.For(j, ext.start.v, b.add(ext.stop.v, b.i64(1)), inner))
 
 
 def emit_assign(ctx, a: Assign):

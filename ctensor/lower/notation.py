@@ -25,6 +25,13 @@ class Val:
     dtype: str             # 'bool' | 'int' | 'float'
 
 
+@dataclass(frozen=True)
+class Idx:
+    """The value of a loop index inside an expression (valid only on pinpoints, paper §4.3)."""
+    name: str
+    dtype: str             # 'int' | 'float'
+
+
 @dataclass(frozen=True, eq=False)
 class Call:
     op: str                # + - * / ** neg not and or lt le gt ge eq ne min max sqrt abs
@@ -120,6 +127,32 @@ def map_assigns(node, fn):
     if isinstance(node, Block):
         return Block([map_assigns(s, fn) for s in node.stmts])
     return node
+
+
+def uses_index(node, idx) -> bool:
+    """Does an expression or statement read the value of index `idx`?"""
+    if isinstance(node, Idx):
+        return node.name == idx
+    if isinstance(node, Call):
+        return any(uses_index(a, idx) for a in node.args)
+    if isinstance(node, Assign):
+        return uses_index(node.rhs, idx)
+    if isinstance(node, (Loop, Sieve)):
+        return uses_index(node.body, idx)
+    if isinstance(node, Block):
+        return any(uses_index(s, idx) for s in node.stmts)
+    return False
+
+
+def subst_index(node, idx, value):
+    """Replace Idx(idx) by `value` in every assignment's right-hand side."""
+    def expr(e):
+        if isinstance(e, Idx) and e.name == idx:
+            return value
+        if isinstance(e, Call):
+            return Call(e.op, tuple(expr(a) for a in e.args))
+        return e
+    return map_assigns(node, lambda a: a.with_(rhs=expr(a.rhs)))
 
 
 def walk_assigns(node):

@@ -12,7 +12,7 @@ import math
 from ..errors import InvalidProgramError
 from ..ir import build as b
 from ..ir.types import F64, I1, I64
-from .notation import Call, Lit, Val
+from .notation import Call, Idx, Lit, Val
 
 RANK = {"bool": 0, "int": 1, "float": 2}
 ARITH = {"+", "-", "*", "/", "**", "min", "max"}
@@ -44,7 +44,7 @@ def lit_kind(v) -> str:
 def kind(node) -> str:
     if isinstance(node, Lit):
         return lit_kind(node.value)
-    if isinstance(node, Val):
+    if isinstance(node, (Val, Idx)):
         return node.dtype
     if isinstance(node, Call):
         ks = [kind(a) for a in node.args]
@@ -94,6 +94,9 @@ def to_ir(ctx, node, want: str | None = None):
         e = node.expr
     elif isinstance(node, Call):
         e = _call(ctx, node, k)
+    elif isinstance(node, Idx):
+        raise InvalidProgramError(f"the value of index {node.name!r} is used where its extent is not a single "
+                                  "point; expressions of indices are valid only on pinpoints (paper §4.3)")
     else:
         raise InvalidProgramError(f"access {getattr(node, 'name', node)!r} could not be lowered to a value "
                                   "(are all its indices bound by loops?)")

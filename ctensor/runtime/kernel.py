@@ -23,12 +23,14 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.printer import format_function
 from ..ir.types import F64, I8, I64, PtrType
-from ..lang.parser import EAccess, ECall, ELit, EScalar, parse
-from ..lang.program import accesses, make_plan
+from ..formats.offset import VShifted
+from ..lang.parser import EAccess, ECall, EIndex, ELit, EScalar, parse
+from ..lang.program import accesses, make_plan, scalar_names
 from ..looplets.nodes import Fiber, Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower
-from ..lower.notation import Access, Assign, Call, Lit, Loop, ScalarOut, Sieve, Val
+from ..lower.notation import Access, Assign, Call, Idx, Lit, Loop, ScalarOut, Sieve, Val
+from ..lower.ops import to_ir
 from .buffers import free, read_array
 
 _NP = {"bool": np.bool_, "int": np.int64, "float": np.float64}
@@ -103,7 +105,7 @@ class Kernel:
                 lv, depth = lv.child, depth + 1
             self._input_getters(ctx, before, name, t)
         svals = {}
-        for name in dict.fromkeys(_scalars(es.rhs)):
+        for name in dict.fromkeys(scalar_names(plan.rhs)):
             if name not in scalars:
                 raise InvalidProgramError(f"scalar {name!r} in {es.text!r} was not passed")
             kind = scalars[name][1]
@@ -124,7 +126,7 @@ class Kernel:
             self._output_getters(ctx, before)
             vout.declare(ctx, b.i64(1))
             lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
-        rhs = _notation(es.rhs, roots, svals)
+        rhs = _notation(plan.rhs, roots, svals, plan.kinds)
         stmt = Assign(lhs, plan.op, rhs, dict(plan.measures))
         for i in reversed(plan.order):
             ext = vlevels[plan.source[i]].extent()
@@ -280,6 +282,8 @@ class PackedCall:
         every kernel-grown buffer."""
         k = self.kernel
         try:
+            if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL):
+                raise InvalidProgramError(f"{k.text!r} is invalid on this data: {ir.STATUS_NAMES[status]}")
             if status != 0:
                 raise KernelError(f"kernel for {k.text!r} failed: {ir.STATUS_NAMES.get(status, status)}")
             if self.out_cell is not None:
@@ -304,21 +308,26 @@ def homogenize(lvl: SparseRunList) -> SparseRunList:
     return lvl
 
 
-def _scalars(e):
-    if isinstance(e, EScalar):
-        yield e.name
-    elif isinstance(e, ECall):
-        for a in e.args:
-            yield from _scalars(a)
-
-
-def _notation(e, roots, svals):
+def _notation(e, roots, svals, kinds):
     if isinstance(e, ELit):
         return Lit(e.value)
     if isinstance(e, EScalar):
         return svals[e.name]
+    if isinstance(e, EIndex):
+        return Idx(e.name, "int" if kinds[e.name] == "int" else "float")
     if isinstance(e, EAccess):
-        return Access(Fiber(roots[e.tensor], b.i64(0)), e.idxs, e.tensor)
+        root = roots[e.tensor]
+        shifts = {}
+        for depth, (i, off) in enumerate(zip(e.idxs, e.offsets)):
+            if off is None:
+                continue
+            sign, term = off
+            want = "int" if kinds[i] == "int" else "float"
+            d = to_ir(None, Lit(term.value) if isinstance(term, ELit) else svals[term.name], want)
+            shifts[depth] = d if sign > 0 else b.neg(d)
+        if shifts:
+            root = VShifted(root, shifts)
+        return Access(Fiber(root, b.i64(0)), e.idxs, e.tensor)
     if isinstance(e, ECall):
-        return Call(e.op, tuple(_notation(a, roots, svals) for a in e.args))
+        return Call(e.op, tuple(_notation(a, roots, svals, kinds) for a in e.args))
     raise InvalidProgramError(f"unsupported expression {e!r}")

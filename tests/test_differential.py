@@ -266,3 +266,26 @@ def test_index_value_on_interval_is_invalid():
     A = ct.intervals([0.0], [2.0], values=[1.0])
     with pytest.raises(ct.InvalidProgramError):
         ct.einsum("s[] = A[x] * x * d(x; lebesgue)", A=A)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=30),
+       st.integers(0, 9), st.integers(0, 9), st.integers(0, 4))
+def test_radius_search_matches_numpy(pts, ox, oy, r):
+    """Closed disc: a point at distance exactly r is inside (continuous paper §7.1)."""
+    coords = np.array(pts, dtype=float).reshape(-1, 2)
+    P = ct.points(coords)
+    B = ct.box([ox - r, oy - r], [ox + r, oy + r])
+    out = ct.einsum("Out[id] = (B[x, y] & P[x, y, id] & ((x - ox)**2 + (y - oy)**2 <= r**2)) "
+                    "* d(x, y; boolean, boolean)", B=B, P=P, ox=float(ox), oy=float(oy), r=float(r))
+    want = ((coords[:, 0] - ox) ** 2 + (coords[:, 1] - oy) ** 2 <= r * r) if len(coords) else np.zeros(0, bool)
+    assert np.array_equal(out.to_numpy(), want)
+
+
+def test_integer_offset():
+    v = ct.Tensor(ct.Dense(ct.Element(0.0)), np.array([1.0, 2.0, 3.0, 4.0]))
+    w = ct.Tensor(ct.Dense(ct.Element(0.0)), np.array([10.0, 20.0, 30.0, 40.0]))
+    # a shifted integer mode would be read outside its shape: rejected until permissive access exists
+    for text in ("s[] = v[i + 0.5] * w[i]", "s[] = v[i + 1] * w[i]"):
+        with pytest.raises(ct.InvalidProgramError):
+            ct.einsum(text, v=v, w=w)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ..extents import Extent, SymLimit
 from ..ir import build as b
-from ..looplets.nodes import (AcceptRun, Deferred, Lookup, Phase, PhaseSpec, Run, Sequence, Spike,
-                              Stepper, Switch, Thunk)
+from ..looplets.nodes import (AcceptRun, Deferred, Fiber, Lookup, Phase, PhaseSpec, Run, Sequence,
+                              Spike, Stepper, Switch, Thunk)
 
 
 def _move(x: SymLimit, d) -> SymLimit:
@@ -23,39 +23,41 @@ def _move_ext(ext: Extent, d) -> Extent:
     return Extent(_move(ext.start, d), _move(ext.stop, d), ext.continuous)
 
 
-def shift(node, d):
-    """The looplet `node` (inner frame u) seen from the outer frame x = u - d."""
-    nd = b.neg(d)
+def rewrap(node, d=None, leaf=None):
+    """Rebuild a looplet nest lazily, through its callables.  With `d`, the nest (inner frame u) is
+    seen from the outer frame x = u - d: extents going in move by +d, coordinates coming out by -d.
+    With `leaf`, every leaf it hands out is passed through leaf(node)."""
+    go = lambda n: rewrap(n, d, leaf)
+    into = (lambda e: e) if d is None else (lambda e: _move_ext(e, d))
+    out = (lambda x: x) if d is None else (lambda x: _move(x, b.neg(d)))
     if isinstance(node, Thunk):
-        return Thunk(shift(node.body, d), node.preamble, node.epilogue)
+        return Thunk(go(node.body), node.preamble, node.epilogue)
     if isinstance(node, Deferred):
-        return Deferred(lambda: shift(node.make(), d))
+        return Deferred(lambda: go(node.make()))
     if isinstance(node, Lookup):
-        return Lookup(lambda ctx, j: shift(node.body(ctx, _move(j, d)), d))
+        return Lookup(lambda ctx, j: go(node.body(ctx, j if d is None else _move(j, d))))
     if isinstance(node, Run):
-        return Run(shift(node.body, d))
+        return Run(go(node.body))
     if isinstance(node, Spike):
-        return Spike(shift(node.body, d), shift(node.tail, d))
+        return Spike(go(node.body), go(node.tail))
     if isinstance(node, Phase):
-        return Phase(lambda ctx, ext: shift(node.body(ctx, _move_ext(ext, d)), d),
-                     start=None if node.start is None else _move(node.start, nd),
-                     stop=None if node.stop is None else _move(node.stop, nd))
+        return Phase(lambda ctx, ext: go(node.body(ctx, into(ext))),
+                     start=None if node.start is None else out(node.start),
+                     stop=None if node.stop is None else out(node.stop))
     if isinstance(node, Sequence):
-        return Sequence([PhaseSpec(body=(lambda spec: lambda ctx, ext: shift(spec.body(ctx, _move_ext(ext, d)), d))(s),
+        return Sequence([PhaseSpec(body=(lambda s: lambda ctx, ext: go(s.body(ctx, into(ext))))(s),
                                    stop=None if s.stop is None else
-                                   (lambda spec: lambda ctx, ext: _move(spec.stop(ctx, _move_ext(ext, d)), nd))(s))
+                                   (lambda s: lambda ctx, ext: out(s.stop(ctx, into(ext))))(s))
                          for s in node.phases])
     if isinstance(node, Stepper):
-        return Stepper(seek=lambda ctx, ext: node.seek(ctx, _move_ext(ext, d)),
-                       preamble=node.preamble,
-                       stop=lambda ctx: _move(node.stop(ctx), nd),
-                       chunk=lambda ctx: shift(node.chunk(ctx), d),
+        return Stepper(seek=lambda ctx, ext: node.seek(ctx, into(ext)), preamble=node.preamble,
+                       stop=lambda ctx: out(node.stop(ctx)), chunk=lambda ctx: go(node.chunk(ctx)),
                        next=node.next, stop_eps=node.stop_eps)
     if isinstance(node, Switch):
-        return Switch([(c, shift(n, d)) for c, n in node.cases])
+        return Switch([(c, go(n)) for c, n in node.cases])
     if isinstance(node, AcceptRun):
-        return AcceptRun(lambda ctx, ext: shift(node.body(ctx, _move_ext(ext, d)), d))
-    return node        # leaves: the shift belongs to this index only
+        return AcceptRun(lambda ctx, ext: go(node.body(ctx, into(ext))))
+    return node if leaf is None else leaf(node)   # a leaf: the shift belongs to this index only
 
 
 class VShifted:
@@ -72,45 +74,16 @@ class VShifted:
     def extent(self):
         return self.level.extent()
 
-    def _wrap_children(self, node):
-        from ..looplets.nodes import Fiber
-        if isinstance(node, Fiber) and node.level is self.level.child:
-            return Fiber(VShifted(node.level, self.shifts, self.depth + 1), node.pos) \
-                if any(k > self.depth for k in self.shifts) and not getattr(node.level, "is_leaf", False) else node
+    def _wrap_child(self, node):
+        if isinstance(node, Fiber) and node.level is self.level.child and not getattr(node.level, "is_leaf", False) \
+                and any(k > self.depth for k in self.shifts):
+            return Fiber(VShifted(node.level, self.shifts, self.depth + 1), node.pos)
         return node
 
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         d = self.shifts.get(self.depth)
         inner = self.level.unfurl(ctx, pos, ext if d is None else _move_ext(ext, d), mode, dirty)
-        out = inner if d is None else shift(inner, d)
-        return _map_leaves(out, self._wrap_children)
+        return rewrap(inner, d, self._wrap_child)
 
     def read_leaf(self, ctx, pos):
         return self.level.read_leaf(ctx, pos)
-
-
-def _map_leaves(node, fn):
-    """Apply fn to the leaves a looplet nest hands out (lazily, through its callables)."""
-    if isinstance(node, Thunk):
-        return Thunk(_map_leaves(node.body, fn), node.preamble, node.epilogue)
-    if isinstance(node, Deferred):
-        return Deferred(lambda: _map_leaves(node.make(), fn))
-    if isinstance(node, Lookup):
-        return Lookup(lambda ctx, j: _map_leaves(node.body(ctx, j), fn))
-    if isinstance(node, Run):
-        return Run(_map_leaves(node.body, fn))
-    if isinstance(node, Spike):
-        return Spike(_map_leaves(node.body, fn), _map_leaves(node.tail, fn))
-    if isinstance(node, Phase):
-        return Phase(lambda ctx, ext: _map_leaves(node.body(ctx, ext), fn), node.start, node.stop)
-    if isinstance(node, Sequence):
-        return Sequence([PhaseSpec((lambda s: lambda ctx, ext: _map_leaves(s.body(ctx, ext), fn))(s), s.stop)
-                         for s in node.phases])
-    if isinstance(node, Stepper):
-        return Stepper(node.seek, node.preamble, node.stop, lambda ctx: _map_leaves(node.chunk(ctx), fn),
-                       node.next, node.stop_eps)
-    if isinstance(node, Switch):
-        return Switch([(c, _map_leaves(n, fn)) for c, n in node.cases])
-    if isinstance(node, AcceptRun):
-        return AcceptRun(lambda ctx, ext: _map_leaves(node.body(ctx, ext), fn))
-    return fn(node)

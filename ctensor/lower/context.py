@@ -68,7 +68,7 @@ class Context:
         updates accumulators (no stores, loops or returns).  This keeps the merge loop branchless:
         the guard is a data-dependent extent test that a branch predictor cannot learn.  The body's
         loads read positions of live cursors, which are in bounds whether or not cond holds."""
-        if b.is_const(cond) :
+        if b.is_const(cond):
             self.if_(cond, then_fn)
             return
         with self.block() as body:

@@ -10,7 +10,7 @@ idempotent reductions (or/min/max, the Boolean measure) apply once to a non-empt
 from __future__ import annotations
 
 from ..errors import InvalidProgramError
-from ..extents import Extent
+from ..extents import Extent, SymLimit
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Looplet, Run, Value)
@@ -140,7 +140,6 @@ def _collapse_index_value(ctx, loop: Loop):
         lower(ctx, Loop(idx, Extent(ext.start, ext.start, True), body))
         return
     j = ir.Var(ctx.fresh(idx), ext.start.v.type, "let")
-    from ..extents import SymLimit
     point = SymLimit(ir.Read(j), b.i8(0))
     with ctx.block() as inner:
         body = subst_index(loop.body, idx, Val(ir.Read(j), "int"))

@@ -105,9 +105,7 @@ class Kernel:
                 lv, depth = lv.child, depth + 1
             self._input_getters(ctx, before, name, t)
         svals = {}
-        for name in dict.fromkeys(scalar_names(plan.rhs)):
-            if name not in scalars:
-                raise InvalidProgramError(f"scalar {name!r} in {es.text!r} was not passed")
+        for name in dict.fromkeys(scalar_names(plan.rhs)):   # make_plan checked they were passed
             kind = scalars[name][1]
             p = ctx.param(name, F64 if kind == "float" else I64, ("scalar", name))
             self.getters.append(("scalar", name))

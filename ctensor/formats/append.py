@@ -37,14 +37,18 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty) -> T
 
 
 def fiber_writer(vlevel, pos, body, ptr_buf) -> Thunk:
-    """Wrap a fiber's write looplet: remember where the fiber starts, store its entry count in
-    ptr[pos+1] afterwards (turned into offsets by `freeze`)."""
+    """Wrap a fiber's write looplet: remember where the fiber starts, add its entry count to
+    ptr[pos+1] afterwards (turned into offsets by `freeze`).  Adding, not storing: a fiber is
+    unfurled again for every iteration of a loop between its index and its parent's (Out[i, j]
+    written under `for i, s, j`), and the appends of all those unfurls belong to it."""
     st = {}
 
     def preamble(ctx):
         st["begin"] = ctx.let(ir.Read(vlevel.qos), vlevel.name + "_begin")
 
     def epilogue(ctx):
-        ctx.emit(ir.Store(ptr_buf.data, b.add(pos, b.i64(1)), b.sub(ir.Read(vlevel.qos), st["begin"])))
+        slot = ctx.let(b.add(pos, b.i64(1)), vlevel.name + "_slot_end")
+        added = b.sub(ir.Read(vlevel.qos), st["begin"])
+        ctx.emit(ir.Store(ptr_buf.data, slot, b.add(b.load(ptr_buf.data, slot), added)))
 
     return Thunk(body, preamble=preamble, epilogue=epilogue)

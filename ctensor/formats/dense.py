@@ -88,6 +88,12 @@ class VDense:
     def extent(self):
         return Extent.integer(b.i64(0), b.sub(self.shape, b.i64(1)))
 
+    @property
+    def leaf_count(self):
+        if getattr(self.child, "leaf_count", None) is None:
+            return None
+        return lambda ctx, pos: self.child.leaf_count(ctx, ctx.let(b.mul(pos, self.shape)))
+
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         base = ctx.let(b.mul(pos, self.shape), self.name + "_base")
         if mode == "read":

@@ -209,3 +209,6 @@ class VPattern:
     def read_leaf(self, ctx, pos):
         from ..looplets.nodes import FillLeaf
         return FillLeaf(True)
+
+    def leaf_count(self, ctx, pos):
+        return pos

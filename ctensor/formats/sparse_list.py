@@ -76,11 +76,14 @@ class SparseList(Level):
         check_no_nan(self.idx, f"{name}.idx")
         if self.coord == "real" and np.isinf(self.idx).any():
             raise FormatError(f"{name}.idx[{int(np.flatnonzero(np.isinf(self.idx))[0])}] is infinite")
-        for p in range(npos):  # strictly increasing inside each fiber
-            seg = self.idx[self.ptr[p]:self.ptr[p + 1]]
-            bad = np.flatnonzero(np.diff(seg) <= 0)
+        # strictly increasing inside each fiber: compare neighbours except across fiber starts
+        if self.idx.size > 1:
+            bad = np.diff(self.idx) <= 0
+            starts = self.ptr[1:-1]
+            bad[starts[(starts > 0) & (starts < self.idx.size)] - 1] = False
+            bad = np.flatnonzero(bad)
             if bad.size:
-                k = int(self.ptr[p] + bad[0] + 1)
+                k = int(bad[0] + 1)
                 raise FormatError(f"{name}.idx[{k}] = {self.idx[k].item()!r} is not greater than the previous "
                                   "coordinate (coordinates must be sorted and distinct)")
         if self.coord == "int" and self.idx.size:
@@ -140,6 +143,25 @@ class VSparseList:
     def _lim(self, c):   # validated: pinpoints are finite
         return SymLimit(c, b.i8(0), True)
 
+    # ---------------------------------------------------------------- positions
+    def _finger(self, ctx, role):
+        """A search finger per role (seek, lo, hi), kept across unfurls of this level."""
+        fingers = self.__dict__.setdefault("_fingers", {})
+        if role not in fingers:
+            fingers[role] = ctx.top_mut(I64, b.i64(0), f"{self.name}_finger_{role}")
+        return fingers[role]
+
+    def _countable(self):
+        return self.mode == "read" and self.fill in (0, False) and getattr(self.child, "leaf_count", None) is not None
+
+    @property
+    def leaf_count(self):
+        """f(ctx, pos): number of leaves stored below position `pos` of this level (every fiber
+        before it), or None when the leaves are not all true."""
+        if not self._countable():
+            return None
+        return lambda ctx, pos: self.child.leaf_count(ctx, ctx.let(b.load(self.ptr, pos), self.name + "_at"))
+
     # ---------------------------------------------------------------- read
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         if mode != "read":
@@ -162,9 +184,18 @@ class VSparseList:
 
             def search():
                 key = lambda k: lim_le(e.start, self._lim(b.load(self.idx, k)))
-                ctx.assign(q, ctx.search_first_ge(key, ir.Read(q), st["q_stop"], n + "_s"))
+                ctx.assign(q, ctx.search_near(key, ir.Read(q), st["q_stop"], self._finger(ctx, "seek"), n + "_s"))
             inrange = b.lt(ir.Read(q), st["q_stop"])
             ctx.if_(inrange, lambda: ctx.if_(b.lnot(lim_le(e.start, self._lim(b.load(self.idx, ir.Read(q))))), search))
+
+        def count(ctx, e):
+            """Leaves stored at coordinates in e: two finger searches and a position difference."""
+            at = lambda k: self._lim(b.load(self.idx, k))
+            q0 = ctx.let(ir.Read(st["q"]), n + "_q0")
+            lo = ctx.search_near(lambda k: lim_le(e.start, at(k)), q0, st["q_stop"], self._finger(ctx, "lo"), n + "_lo")
+            hi = ctx.search_near(lambda k: b.lnot(lim_le(at(k), e.stop)), lo, st["q_stop"],
+                                 self._finger(ctx, "hi"), n + "_hi")
+            return ctx.let(b.sub(self.child.leaf_count(ctx, hi), self.child.leaf_count(ctx, lo)), n + "_count")
 
         def step_preamble(ctx):
             st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
@@ -176,7 +207,7 @@ class VSparseList:
         stepper = Stepper(seek=seek, preamble=step_preamble,
                           stop=lambda ctx: self._lim(st["c"]),
                           chunk=lambda ctx: Spike(FillLeaf(self.fill), Fiber(self.child, st["qv"])),
-                          next=nxt, stop_eps=0)
+                          next=nxt, stop_eps=0, count=count if self.leaf_count is not None else None)
         body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
                          PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
         return Thunk(body, preamble=preamble)

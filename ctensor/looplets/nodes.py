@@ -121,6 +121,8 @@ class Stepper(Looplet):
     chunk(ctx) -> looplet the current chunk over [prev stop + unit, stop]
     next(ctx, full)      advance past the current chunk when `full` (i1) holds
     stop_eps             the compile-time ε of every chunk stop, or None when it varies
+    count(ctx, ext) -> i64  number of (all-true) leaves stored in ext, when the level can tell by
+                         positions alone (see `ctensor.looplets.count`); None otherwise
     """
     seek: Callable
     preamble: Callable
@@ -128,6 +130,7 @@ class Stepper(Looplet):
     chunk: Callable
     next: Callable
     stop_eps: Optional[int] = None
+    count: Optional[Callable] = None
     kind = "stepper"
 
 

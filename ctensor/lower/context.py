@@ -60,6 +60,13 @@ class Context:
         self.emit(ir.Assign(v, init))
         return v
 
+    def top_mut(self, ty, init, hint: str = "m") -> ir.Var:
+        """A mutable variable initialised once at the kernel's entry, whatever block is open: state
+        that outlives one unfurl of a fiber (a search finger)."""
+        v = ir.Var(self.fresh(hint), ty, "mut")
+        self._stack[0].insert(0, ir.Assign(v, init))
+        return v
+
     def assign(self, var: ir.Var, value):
         self.emit(ir.Assign(var, value))
 
@@ -134,6 +141,58 @@ class Context:
             self.if_(key_ge(m), lambda: self.assign(high, m), lambda: self.assign(low, b.add(m, b.i64(1))))
         self.emit(ir.While(b.lt(ir.Read(low), ir.Read(high)), body2))
         return self.let(ir.Read(high), hint + "_found")
+
+    def search_near(self, key_ge, lo, hi, finger, hint="q"):
+        """Smallest q in [lo, hi) with key_ge(q) true, or hi, searching outward from the position
+        `finger` (a mutable variable, clamped to [lo, hi]) and leaving the answer in it.
+
+        Galloping from a finger costs O(log d) for an answer d positions away, so a sequence of
+        nearby searches (sorted queries) costs O(1) each instead of a binary search each; an
+        arbitrary finger costs at most about twice a binary search."""
+        h = self.let(b.maximum(lo, b.minimum(ir.Read(finger), hi)), hint + "_h")
+        res = self.mut(I64, h, hint + "_res")
+
+        def forward():    # key(h) false (or h == hi is excluded here): the answer is after h
+            self.assign(res, self._forward(key_ge, h, hi, hint))
+
+        def backward():   # key(h) true, or h == hi: the answer is in [lo, h]
+            self.assign(res, self._backward(key_ge, lo, h, hint))
+
+        self.if_(b.lt(h, hi), lambda: self.if_(key_ge(h), backward, forward), backward)
+        self.assign(finger, ir.Read(res))
+        return self.let(ir.Read(res), hint + "_at")
+
+    def _forward(self, key_ge, h, hi, hint):
+        """key(h) is false and h < hi: the first true position after h, or hi."""
+        out = self.mut(I64, hi, hint + "_fw")
+        nxt = self.let(b.add(h, b.i64(1)), hint + "_h1")
+        self.if_(b.lt(nxt, hi), lambda: self.assign(out, self.search_first_ge(key_ge, nxt, hi, hint + "_g")))
+        return ir.Read(out)
+
+    def _backward(self, key_ge, lo, h, hint):
+        """The answer is in [lo, h] (key(h) true or h == hi): gallop down from h to a position whose
+        key is false (or lo), then binary search between."""
+        high = self.mut(I64, h, hint + "_bh")
+        step = self.mut(I64, b.i64(1), hint + "_bs")
+        go = self.mut(I1, b.TRUE, hint + "_bgo")
+        with self.block() as body:
+            probe = self.let(b.sub(ir.Read(high), ir.Read(step)), hint + "_bp")
+
+            def inside():
+                def retreat():
+                    self.assign(high, probe)
+                    self.assign(step, b.add(ir.Read(step), ir.Read(step)))
+                self.if_(key_ge(probe), retreat, lambda: self.assign(go, b.FALSE))
+            self.if_(b.le(lo, probe), inside, lambda: self.assign(go, b.FALSE))
+        self.emit(ir.While(ir.Read(go), body))
+        # key is true at high (or high is the original bound); false at high - step or below lo
+        low = self.mut(I64, b.maximum(lo, b.add(b.sub(ir.Read(high), ir.Read(step)), b.i64(1))), hint + "_bl")
+        with self.block() as body2:
+            m = self.let(b.add(ir.Read(low), ir.Bin("div", b.sub(ir.Read(high), ir.Read(low)), b.i64(2))),
+                         hint + "_bm")
+            self.if_(key_ge(m), lambda: self.assign(high, m), lambda: self.assign(low, b.add(m, b.i64(1))))
+        self.emit(ir.While(b.lt(ir.Read(low), ir.Read(high)), body2))
+        return ir.Read(high)
 
     # ---------------------------------------------------------------- results
     def statements(self) -> list:

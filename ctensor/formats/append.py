@@ -13,8 +13,11 @@ from ..ir.types import I1
 from ..looplets.nodes import Deferred, Hollow, Thunk
 
 
-def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty) -> Thunk:
-    """bufs: GrowBuffers holding the entry's coordinates; coords: IR values stored into them."""
+def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coalesce=None) -> Thunk:
+    """bufs: GrowBuffers holding the entry's coordinates; coords: IR values stored into them.
+
+    coalesce(ctx, q) -> (i1, action), optional: when the condition holds, the entry written at
+    slot q is folded into the previous one by `action(ctx)` instead of being committed."""
     slot = {}
 
     def pre(ctx):
@@ -25,23 +28,30 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty) -> T
         slot["dirty"] = ctx.mut(I1, b.FALSE, name + "_dirty")
 
     def post(ctx):
-        def commit():
+        def store():
             for buf, val in zip(bufs, coords):
                 ctx.emit(ir.Store(buf.data, slot["q"], val))
             ctx.assign(vlevel.qos, b.add(slot["q"], b.i64(1)))
+
+        def commit():
             if parent_dirty is not None:
                 ctx.assign(parent_dirty, b.TRUE)
+            if coalesce is None:
+                store()
+                return
+            cond, action = coalesce(ctx, slot["q"])
+            ctx.if_(cond, lambda: action(ctx), store)
         ctx.if_(ir.Read(slot["dirty"]), commit)
 
     return Thunk(Deferred(lambda: Hollow(vlevel.child, slot["q"], slot["dirty"])), preamble=pre, epilogue=post)
 
 
-def fiber_writer(vlevel, pos, body, ptr_buf) -> Thunk:
+def fiber_writer(vlevel, pos, body, ptr_buf, state=None) -> Thunk:
     """Wrap a fiber's write looplet: remember where the fiber starts, add its entry count to
     ptr[pos+1] afterwards (turned into offsets by `freeze`).  Adding, not storing: a fiber is
     unfurled again for every iteration of a loop between its index and its parent's (Out[i, j]
     written under `for i, s, j`), and the appends of all those unfurls belong to it."""
-    st = {}
+    st = {} if state is None else state   # state["begin"]: the fiber's first slot in this unfurl
 
     def preamble(ctx):
         st["begin"] = ctx.let(ir.Read(vlevel.qos), vlevel.name + "_begin")

@@ -143,6 +143,10 @@ class VElement:
     def freeze(self, ctx, npos):
         pass
 
+    def same_value(self, ctx, p, q):
+        """i1: the values written at positions p and q are equal (run-length merging)."""
+        return b.eq(b.load(self.buf.data, p), b.load(self.buf.data, q))
+
     def write_leaf(self, ctx, pos, op, rhs):
         """val[pos] = op(val[pos], rhs); rhs is an IR expression of the logical type."""
         from ..lower.ops import combine

@@ -27,7 +27,7 @@ from ..errors import FormatError
 from ..extents import Extent, SymLimit, lim_le
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import F64, I8, I64, PtrType
+from ..ir.types import I1, F64, I8, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import (AcceptRun, FillLeaf, Fiber, PhaseSpec, Run,
                               Sequence, Stepper, Thunk)
@@ -271,8 +271,32 @@ class VSparseRunList:
 
     def _unfurl_write(self, ctx, pos, ext, parent_dirty):
         names = ("left", "left_eps", "right", "right_eps")
+        st = {}
 
         def accept(ctx, e):   # the whole run [e.start, e.stop] is one entry
             return append_entry(self, self.name, [self.bufs[n] for n in names],
-                                [e.start.v, e.start.e, e.stop.v, e.stop.e], parent_dirty)
-        return fiber_writer(self, pos, AcceptRun(accept), self.bufs["ptr"])
+                                [e.start.v, e.start.e, e.stop.v, e.stop.e], parent_dirty,
+                                coalesce=lambda ctx, q: self._coalesce(ctx, q, e, st["begin"]))
+        return fiber_writer(self, pos, AcceptRun(accept), self.bufs["ptr"], st)
+
+    def _coalesce(self, ctx, q, e, begin):
+        """Run-length canonical output: a run that starts right after the previous run of the same
+        fiber (next start = previous stop + ε) with an equal value extends that run."""
+        same = getattr(self.child, "same_value", None)
+        if same is None:
+            return b.FALSE, None
+        p = ctx.let(b.sub(q, b.i64(1)), self.name + "_prev")
+        R, Re = self.bufs["right"].data, self.bufs["right_eps"].data
+        # loads of slot p happen only when p >= begin (a committed entry of this fiber)
+        cond = ctx.mut(I1, b.FALSE, self.name + "_touch")
+
+        def check():
+            touch = b.land(b.eq(b.load(R, p), e.start.v),
+                           b.eq(b.add(b.load(Re, p), b.i8(1)), e.start.e))
+            ctx.assign(cond, b.land(touch, same(ctx, p, q)))
+        ctx.if_(b.le(begin, p), check)
+
+        def extend(ctx):
+            ctx.emit(ir.Store(R, p, e.stop.v))
+            ctx.emit(ir.Store(Re, p, e.stop.e))
+        return ir.Read(cond), extend

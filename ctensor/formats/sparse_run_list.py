@@ -258,12 +258,14 @@ class VSparseRunList:
     def declare(self, ctx, npos):
         self.qos = ctx.mut(I64, b.i64(0), self.name + "_qos")
         self.assemble(ctx, b.i64(0), b.sub(npos, b.i64(1)))
+        ctx.emit(ir.Store(self.bufs["ptr"].data, b.i64(0), b.i64(0)))
+        self.child.declare(ctx, b.i64(0))     # sparse children grow as entries are appended
 
     def assemble(self, ctx, start, stop):
         ptr = self.bufs["ptr"]
         ptr.ensure(ctx, b.add(stop, b.i64(2)))
         k = ir.Var(ctx.fresh("k"), I64, "let")
-        ctx.emit(ir.For(k, start, b.add(stop, b.i64(2)), [ir.Store(ptr.data, ir.Read(k), b.i64(0))]))
+        ctx.emit(ir.For(k, b.add(start, b.i64(1)), b.add(stop, b.i64(2)), [ir.Store(ptr.data, ir.Read(k), b.i64(0))]))
 
     def freeze(self, ctx, npos):
         prefix_sum(ctx, self.bufs["ptr"].data, npos)

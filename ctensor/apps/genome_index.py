@@ -1,0 +1,247 @@
+"""Genomic intervals as continuous tensors, and the einsums that answer bedtools' questions.
+
+Source: the continuous tensor paper §7.2 (genomic interval queries as continuous einsums).  Every
+operation here is one or two einsums compiled by ctensor; numpy only lays coordinates out and maps
+positions back to rows.
+
+Coordinates.  BED intervals are 0-based and half-open, `[start, end)`.  bedtools 2.30 widens a
+zero-length interval `[p, p)` to `[p - 1, p + 1)` for every overlap test (and prints the original
+coordinates back); we do the same, so a zero-length interval overlaps what bedtools says it does.
+Chromosome k of the indexed data is laid on one real line at offset `k * 2**41` (coordinates are
+below 2**40, so a widened interval never reaches the next chromosome and every sum stays exact in
+float64).  Query intervals on chromosomes absent from the data go to an empty region after the last
+one.  At most `MAX_CHROMS` chromosomes can be indexed.
+
+Index formats (built once per data set, `GenomeIndex`; build time in `build_seconds`):
+- `S[x, j]`  the interval starts as pinpoints (SparseList x -> SparseList j -> Pattern), j = rank of
+  the interval in start order: a counting reduction over x in an extent collapses to a position
+  difference after two finger searches (`ctensor.looplets.count`);
+- `E[x, j]`  the interval ends as pinpoints, same format;
+- `D[j, x]`  the intervals in start order, one interval per j (Dense -> SparseInterval -> Pattern);
+- `Depth[x]` the depth track: how many intervals cover x (SparseRunList -> Element(int)), the
+  format of `bedtools genomecov -bg`; built by sorting the endpoints.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from .. import Dense, Element, SparseList, SparseRunList, Tensor
+from .. import compile as ct_compile
+from .. import interval_set, points
+from ..errors import FormatError
+from .bedio import read_intervals
+
+SPAN = float(2**41)
+MAX_CHROMS = 2**53 // 2**41 - 2
+
+# The einsums, by operation.  Index names: i query, j data (start order), x the genome axis,
+# s the data start coordinate.
+EINSUMS = {
+    # #(data starts < query end) and #(data ends <= query start); count = first - second
+    "count_starts": "C[i] = Q[i, x] * S[x, j] * d(x, j; counting, counting)",
+    "count_ends": "C[i] = Q[i, x] * E[x, j] * d(x, j; counting, counting)",
+    # pairs: data starting in the query's window [qs - maxlen, qe) whose interval meets the query's
+    "overlap": "O[i, j] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s, x; boolean, boolean)",
+    # the overlapping pieces themselves, per pair
+    "intersect": "I[i, j, x] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s; boolean)",
+    # bases of the query covered by at least one data interval (Lebesgue measure)
+    "covered": "B[i] = Q[i, x] * (Depth[x] > 0) * d(x; lebesgue)",
+    # the union of the data as a run-length list
+    "merge": "M[x] = Depth[x] > 0",
+    # the parts of each query interval no data interval covers
+    "subtract": "R[i, x] = Q[i, x] * (Depth[x] == 0)",
+}
+
+
+def widen(start: np.ndarray, end: np.ndarray):
+    """bedtools' zero-length rule: [p, p) takes part in overlaps as [p-1, p+1)."""
+    zero = start == end
+    return np.where(zero, start - 1, start), np.where(zero, end + 1, end), zero
+
+
+class GenomeIndex:
+    """Index of a set of genomic intervals (the `data`, bedtools' -b), built once, queried many times.
+
+    Parameters
+    ----------
+    data : DataFrame (chrom, start, end, ...), BED/BED.gz path or (chrom, start, end) arrays —
+        anything `ctensor.apps.bedio.read_intervals` accepts.  0-based half-open integer coordinates.
+
+    Attributes: `frame` (the validated DataFrame), `chroms` (names, index order), `build_seconds`,
+    `nbytes` (bytes of the index tensors), `kernels` (einsum name -> compiled Kernel, after use).
+
+    Raises FormatError on malformed input or more than `MAX_CHROMS` chromosomes.
+    """
+
+    def __init__(self, data, name: str = "data"):
+        t0 = time.perf_counter()
+        df = read_intervals(data, name)
+        self.frame = df
+        codes, chroms = pd.factorize(df["chrom"], sort=True)
+        if len(chroms) > MAX_CHROMS:
+            raise FormatError(f"{name}: {len(chroms)} chromosomes; at most {MAX_CHROMS} can be indexed")
+        self.chroms = [str(c) for c in chroms]
+        self._code = {c: k for k, c in enumerate(self.chroms)}
+        s, e, _ = widen(df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64))
+        gs = codes * SPAN + s
+        ge = codes * SPAN + e
+        self.order = np.argsort(gs, kind="stable")          # rank j -> data row
+        gs, ge = gs[self.order], ge[self.order]
+        self.maxlen = float((ge - gs).max()) if len(gs) else 1.0
+        self.S = points(gs[:, None])
+        self.E = points(np.sort(ge)[:, None])
+        self.D = interval_set(gs, ge)
+        self.Depth = _depth_track(gs, ge)
+        self.n = len(gs)
+        self.kernels = {}
+        self.build_seconds = time.perf_counter() - t0
+
+    @property
+    def nbytes(self) -> int:
+        return sum(_tensor_bytes(t) for t in (self.S, self.E, self.D, self.Depth))
+
+    # ------------------------------------------------------------------ query layout
+    def genome(self, chrom, start, end):
+        """Map query intervals to the genome axis: (widened start, widened end, zero mask), floats."""
+        start = np.asarray(start, np.int64)
+        end = np.asarray(end, np.int64)
+        if chrom is None:
+            if len(self.chroms) > 1:
+                raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
+            codes = np.zeros(len(start), np.int64)
+        else:
+            codes = pd.Categorical(np.asarray(chrom, dtype=object), categories=self.chroms).codes.astype(np.int64)
+            codes[codes < 0] = len(self.chroms)      # absent from the data: an empty region
+        s, e, zero = widen(start, end)
+        return codes * SPAN + s, codes * SPAN + e, zero
+
+    def _run(self, op, out=None, **tensors):
+        k = self.kernels.get(op)
+        if k is None:
+            k = self.kernels[op] = ct_compile(EINSUMS[op], out=out, **tensors)
+        return k(**tensors)
+
+    # ------------------------------------------------------------------ operations
+    def count_overlaps(self, start, end, chrom=None) -> np.ndarray:
+        """Number of data intervals overlapping each query (`bedtools intersect -c`), int64 (n,)."""
+        gs, ge, _ = self.genome(chrom, start, end)
+        ninf = np.full(len(gs), -np.inf)
+        before_end = interval_set(ninf, ge, closed="left")         # x < qe
+        upto_start = interval_set(ninf, gs, closed="both")         # x <= qs
+        c1 = self._run("count_starts", Q=before_end, S=self.S).level.child.val
+        c2 = self._run("count_ends", Q=upto_start, E=self.E).level.child.val
+        return (np.asarray(c1) - np.asarray(c2)).astype(np.int64)
+
+    def _pair_tensors(self, gs, ge):
+        return dict(W=interval_set(gs - self.maxlen, ge), S=self.S, Q=interval_set(gs, ge), D=self.D)
+
+    def overlap(self, start, end, chrom=None):
+        """All overlapping (query row, data row) pairs (`bedtools intersect -wa -wb`), two int64
+        arrays, ordered by query row, then data start."""
+        gs, ge, _ = self.genome(chrom, start, end)
+        out = Dense(SparseList(Element(False), shape=max(self.n, 1)))
+        O = self._run("overlap", out=out, **self._pair_tensors(gs, ge))
+        lvl = O.level.child
+        ptr, j = np.asarray(lvl.ptr), np.asarray(lvl.idx)
+        qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(ptr))
+        return qi, self.order[j]
+
+    def intersect(self, start, end, chrom=None):
+        """Overlapping pieces per pair (`bedtools intersect`): (query row, data row, piece start,
+        piece end) on the chromosome's own coordinates, int64 arrays, ordered as `overlap`."""
+        gs, ge, _ = self.genome(chrom, start, end)
+        out = Dense(SparseList(SparseRunList(Element(False)), shape=max(self.n, 1)))
+        I = self._run("intersect", out=out, **self._pair_tensors(gs, ge))
+        lj = I.level.child
+        lx = lj.child
+        ptr_i, j = np.asarray(lj.ptr), np.asarray(lj.idx)
+        ptr_x = np.asarray(lx.ptr)
+        assert (np.diff(ptr_x) == 1).all()                  # one piece per overlapping pair
+        qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(ptr_i))
+        base = np.floor(np.asarray(lx.left) / SPAN) * SPAN
+        return qi, self.order[j], (np.asarray(lx.left) - base).astype(np.int64), \
+            (np.asarray(lx.right) - base).astype(np.int64)
+
+    def covered(self, start, end, chrom=None) -> np.ndarray:
+        """Bases of each (widened) query interval covered by at least one data interval, int64."""
+        gs, ge, _ = self.genome(chrom, start, end)
+        B = self._run("covered", Q=interval_set(gs, ge), Depth=self.Depth)
+        return np.rint(np.asarray(B.level.child.val)).astype(np.int64)
+
+    def coverage(self, start, end, chrom=None) -> dict:
+        """`bedtools coverage`: per query, count of overlapping data intervals, bases covered,
+        query length (zero-length queries count as 2, as bedtools widens them), covered fraction."""
+        count = self.count_overlaps(start, end, chrom)
+        covered = self.covered(start, end, chrom)
+        s, e, _ = widen(np.asarray(start, np.int64), np.asarray(end, np.int64))
+        length = e - s
+        return {"count": count, "covered": covered, "length": length, "fraction": covered / length}
+
+    def subtract(self, start, end, chrom=None):
+        """Pieces of each query interval not covered by any data interval (`bedtools subtract`):
+        (query row, piece start, piece end), int64 arrays; a zero-length query that is not wholly
+        covered keeps its original coordinates, as bedtools prints it."""
+        gs, ge, zero = self.genome(chrom, start, end)
+        out = Dense(SparseRunList(Element(False)))
+        R = self._run("subtract", out=out, Q=interval_set(gs, ge), Depth=self.Depth)
+        lx = R.level.child
+        ptr = np.asarray(lx.ptr)
+        keep = np.asarray(lx.child.val).astype(bool)
+        qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(ptr))[keep]
+        left, right = np.asarray(lx.left)[keep], np.asarray(lx.right)[keep]
+        base = np.floor(left / SPAN) * SPAN
+        ps, pe = (left - base).astype(np.int64), (right - base).astype(np.int64)
+        z = zero[qi]
+        if z.any():                       # one row per surviving zero-length query, as given
+            first = np.ones(len(qi), bool)
+            first[1:] = qi[1:] != qi[:-1]
+            drop = z & ~first
+            st, en = np.asarray(start, np.int64), np.asarray(end, np.int64)
+            ps = np.where(z, st[qi], ps)
+            pe = np.where(z, en[qi], pe)
+            qi, ps, pe = qi[~drop], ps[~drop], pe[~drop]
+        return qi, ps, pe
+
+    def merge(self):
+        """The union of the data (`bedtools merge`): (chrom names, start, end) of maximal runs;
+        touching intervals merge.  A run made of one zero-length interval prints as that interval."""
+        M = self._run("merge", Depth=self.Depth)
+        lvl = M.level
+        keep = np.asarray(lvl.child.val).astype(bool)
+        left, right = np.asarray(lvl.left)[keep], np.asarray(lvl.right)[keep]
+        code = np.floor(left / SPAN).astype(np.int64)
+        s = (left - code * SPAN).astype(np.int64)
+        e = (right - code * SPAN).astype(np.int64)
+        # a run of length 2 is a lone widened zero-length interval iff exactly one interval meets it
+        cand = np.flatnonzero(e - s == 2)
+        if cand.size:
+            names = np.asarray(self.chroms, dtype=object)[code[cand]]
+            n = self.count_overlaps(s[cand] + 1, s[cand] + 1, names if len(self.chroms) > 1 else None)
+            lone = cand[n == 1]
+            s[lone] += 1
+            e[lone] -= 1
+        return np.asarray(self.chroms, dtype=object)[code], s, e
+
+
+def _depth_track(gs: np.ndarray, ge: np.ndarray) -> Tensor:
+    """Depth of coverage as runs [c_k, c_{k+1}) of constant positive depth (bedtools genomecov -bg):
+    endpoint events sorted, summed per coordinate, accumulated."""
+    coords = np.concatenate([gs, ge])
+    delta = np.concatenate([np.ones(len(gs), np.int64), -np.ones(len(ge), np.int64)])
+    u, inv = np.unique(coords, return_inverse=True)
+    d = np.zeros(len(u), np.int64)
+    np.add.at(d, inv, delta)
+    keep = d != 0                                  # a coordinate where as many end as start changes nothing
+    u, d = u[keep], d[keep]
+    depth = np.cumsum(d)
+    run = depth[:-1] > 0
+    left, right, val = u[:-1][run], u[1:][run], depth[:-1][run]
+    lvl = SparseRunList(Element(0, val=val, dtype=np.int64), np.array([0, len(left)], np.int64), left, right, "left")
+    return Tensor(lvl, name="Depth")
+
+
+def _tensor_bytes(t: Tensor) -> int:
+    return sum(a.nbytes for a in t.level.arrays() if isinstance(a, np.ndarray))

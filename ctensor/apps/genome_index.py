@@ -40,9 +40,8 @@ MAX_CHROMS = 2**53 // 2**41 - 2
 # The einsums, by operation.  Index names: i query, j data (start order), x the genome axis,
 # s the data start coordinate.
 EINSUMS = {
-    # #(data starts < query end) and #(data ends <= query start); count = first - second
-    "count_starts": "C[i] = Q[i, x] * S[x, j] * d(x, j; counting, counting)",
-    "count_ends": "C[i] = Q[i, x] * E[x, j] * d(x, j; counting, counting)",
+    # #(data starts < query end) - #(data ends <= query start): A[i] = (-inf, qe), B[i] = (-inf, qs]
+    "count": "C[i] = (A[i, x] * S[x, j] - B[i, x] * E[x, j]) * d(x, j; counting, counting)",
     # pairs: data starting in the query's window [qs - maxlen, qe) whose interval meets the query's
     "overlap": "O[i, j] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s, x; boolean, boolean)",
     # the overlapping pieces themselves, per pair
@@ -59,6 +58,8 @@ EINSUMS = {
 def widen(start: np.ndarray, end: np.ndarray):
     """bedtools' zero-length rule: [p, p) takes part in overlaps as [p-1, p+1)."""
     zero = start == end
+    if not zero.any():
+        return start, end, zero
     return np.where(zero, start - 1, start), np.where(zero, end + 1, end), zero
 
 
@@ -116,7 +117,10 @@ class GenomeIndex:
             codes = pd.Categorical(np.asarray(chrom, dtype=object), categories=self.chroms).codes.astype(np.int64)
             codes[codes < 0] = len(self.chroms)      # absent from the data: an empty region
         s, e, zero = widen(start, end)
-        return codes * SPAN + s, codes * SPAN + e, zero
+        if chrom is None:
+            return s.astype(np.float64), e.astype(np.float64), zero
+        base = codes * SPAN
+        return base + s, base + e, zero
 
     def _run(self, op, out=None, **tensors):
         k = self.kernels.get(op)
@@ -131,9 +135,8 @@ class GenomeIndex:
         ninf = np.full(len(gs), -np.inf)
         before_end = interval_set(ninf, ge, closed="left")         # x < qe
         upto_start = interval_set(ninf, gs, closed="both")         # x <= qs
-        c1 = self._run("count_starts", Q=before_end, S=self.S).level.child.val
-        c2 = self._run("count_ends", Q=upto_start, E=self.E).level.child.val
-        return (np.asarray(c1) - np.asarray(c2)).astype(np.int64)
+        C = self._run("count", A=before_end, S=self.S, B=upto_start, E=self.E)
+        return np.asarray(C.level.child.val, np.int64)
 
     def _pair_tensors(self, gs, ge):
         return dict(W=interval_set(gs - self.maxlen, ge), S=self.S, Q=interval_set(gs, ge), D=self.D)

@@ -29,7 +29,8 @@ from ..lang.program import accesses, make_plan, scalar_names
 from ..looplets.nodes import Fiber, Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower
-from ..lower.notation import Access, Assign, Call, Idx, Lit, Loop, ScalarOut, Sieve, Val
+from ..lower.nest import loop_nest
+from ..lower.notation import Access, Call, Idx, Lit, ScalarOut, Val
 from ..lower.ops import to_ir
 from .buffers import free, read_array
 
@@ -125,13 +126,10 @@ class Kernel:
             vout.declare(ctx, b.i64(1))
             lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
         rhs = _notation(plan.rhs, roots, svals, plan.kinds)
-        stmt = Assign(lhs, plan.op, rhs, dict(plan.measures))
-        for i in reversed(plan.order):
-            ext = vlevels[plan.source[i]].extent()
-            stmt = Loop(i, ext, stmt)
-            if not ext.continuous:
-                stmt = Sieve(ext.nonempty(), stmt)
-        lower(ctx, stmt)
+        extents = {i: vlevels[plan.source[i]].extent() for i in plan.order}
+        fission = (self.out_fmt is None or all(isinstance(lv, Dense) for lv in self.out_fmt.levels()[:-1])) \
+            and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values())
+        lower(ctx, loop_nest(plan.order, extents, es.out_idxs, lhs, plan.op, rhs, plan.measures, fission))
         if self.out_fmt is None:
             val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
             ctx.emit(ir.Store(ir.Read(cell), b.i64(0), val))

@@ -1,0 +1,119 @@
+"""bedtools' interval operations on DataFrames, each computed by ctensor einsums.
+
+Source: the continuous tensor paper §7.2.  Inputs are anything `read_intervals` accepts — a
+bioframe-style DataFrame (`chrom, start, end`, extra columns kept), a BED/BED.gz path, or arrays —
+with BED coordinates: 0-based, half-open `[start, end)`, integers.  Overlap means
+`a.start < b.end and b.start < a.end`; zero-length intervals follow bedtools 2.30 (widened to
+`[p-1, p+1)` for overlap tests, printed as given).  Several chromosomes are supported.
+
+`data` may also be a prebuilt `GenomeIndex` (`index(data)`), so one index serves many queries; the
+compiled kernels are cached by format and reused across calls (`GenomeIndex.kernels[op].ir` shows
+the generated code).  The einsums are in `EINSUMS`.
+
+| function | bedtools | returns |
+|---|---|---|
+| `count_overlaps(query, data)` | `intersect -c` | query + `count` |
+| `overlap(query, data)` | `intersect -wa -wb` | query columns + data columns suffixed `_` |
+| `any_overlap` / `no_overlap` | `intersect -u` / `-v` | rows of query |
+| `coverage(query, data)` | `coverage` | query + `count, covered, length, fraction` |
+| `intersect(query, data)` | `intersect` | query rows with start/end of each overlapping piece |
+| `merge(intervals)` | `merge` | `chrom, start, end` |
+| `subtract(a, b)` | `subtract` | rows of a with start/end of each remaining piece |
+
+Rows come in query order; pairs of one query in data start order.  Errors: `ctensor.FormatError`
+(bad input: see `read_intervals`), `TypeError` (a source of the wrong kind).
+`closest` is not provided: see the project notes (it needs a min-plus collapse of a stepper to its
+nearest coordinate, which the compiler does not have yet).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .bedio import read_intervals
+from .genome_index import EINSUMS, GenomeIndex
+
+__all__ = ["EINSUMS", "GenomeIndex", "index", "read_intervals", "count_overlaps", "overlap",
+           "any_overlap", "no_overlap", "coverage", "intersect", "merge", "subtract"]
+
+
+def index(data) -> GenomeIndex:
+    """Build the index of `data` once (see `GenomeIndex`); pass it as `data` to the operations."""
+    return data if isinstance(data, GenomeIndex) else GenomeIndex(data)
+
+
+def _args(query, data):
+    q = read_intervals(query, "query")
+    idx = index(data)
+    return q, idx, (q["start"].to_numpy(), q["end"].to_numpy(), q["chrom"].to_numpy(dtype=object))
+
+
+def count_overlaps(query, data) -> pd.DataFrame:
+    """Query rows with a `count` column (int64): data intervals overlapping each (`bedtools intersect -c`)."""
+    q, idx, a = _args(query, data)
+    return q.assign(count=idx.count_overlaps(*a))
+
+
+def any_overlap(query, data) -> pd.DataFrame:
+    """Query rows overlapping at least one data interval (`bedtools intersect -u`), original index."""
+    q, idx, a = _args(query, data)
+    return q[idx.count_overlaps(*a) > 0]
+
+
+def no_overlap(query, data) -> pd.DataFrame:
+    """Query rows overlapping no data interval (`bedtools intersect -v`), original index."""
+    q, idx, a = _args(query, data)
+    return q[idx.count_overlaps(*a) == 0]
+
+
+def overlap(query, data, return_index: bool = False) -> pd.DataFrame:
+    """Every overlapping pair (`bedtools intersect -wa -wb`): query columns, then data columns with
+    suffix `_` (bioframe's convention).  With `return_index`, columns `index` and `index_` give the
+    row positions of the pair in the query and data."""
+    q, idx, a = _args(query, data)
+    qi, dj = idx.overlap(*a)
+    left = q.iloc[qi].reset_index(drop=True)
+    right = idx.frame.iloc[dj].reset_index(drop=True).add_suffix("_")
+    out = pd.concat([left, right], axis=1)
+    if return_index:
+        out.insert(0, "index_", dj)
+        out.insert(0, "index", qi)
+    return out
+
+
+def intersect(query, data) -> pd.DataFrame:
+    """The overlapping piece of every overlapping pair (`bedtools intersect`): query rows with start
+    and end replaced by the piece; a zero-length query keeps its own coordinates, as bedtools prints."""
+    q, idx, a = _args(query, data)
+    qi, _, ps, pe = idx.intersect(*a)
+    out = q.iloc[qi].reset_index(drop=True)
+    zero = (out["start"] == out["end"]).to_numpy()
+    out["start"] = np.where(zero, out["start"].to_numpy(), ps)
+    out["end"] = np.where(zero, out["end"].to_numpy(), pe)
+    return out
+
+
+def coverage(query, data) -> pd.DataFrame:
+    """`bedtools coverage -a query -b data`: query rows plus `count` (overlapping data intervals),
+    `covered` (bases covered by their union), `length` (zero-length queries count 2, as bedtools
+    widens them) and `fraction` = covered / length (float64)."""
+    q, idx, a = _args(query, data)
+    return q.assign(**idx.coverage(*a))
+
+
+def subtract(a, b) -> pd.DataFrame:
+    """`bedtools subtract -a a -b b`: the pieces of each row of `a` that no interval of `b` covers,
+    as rows of `a` with new start/end, in `a`'s order; rows wholly covered disappear."""
+    q, idx, args = _args(a, b)
+    qi, ps, pe = idx.subtract(*args)
+    out = q.iloc[qi].reset_index(drop=True)
+    out["start"] = ps
+    out["end"] = pe
+    return out
+
+
+def merge(intervals) -> pd.DataFrame:
+    """`bedtools merge`: the union of the intervals as maximal `chrom, start, end` runs (touching and
+    overlapping intervals merge), sorted by chromosome name then start."""
+    chrom, s, e = index(intervals).merge()
+    return pd.DataFrame({"chrom": chrom, "start": s, "end": e})

@@ -28,7 +28,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .. import Dense, Element, SparseList, SparseRunList, Tensor
+from .. import Dense, Element, Pattern, SparseList, SparseRunList, Tensor
 from .. import compile as ct_compile
 from .. import interval_set, points
 from ..errors import FormatError
@@ -145,7 +145,7 @@ class GenomeIndex:
         """All overlapping (query row, data row) pairs (`bedtools intersect -wa -wb`), two int64
         arrays, ordered by query row, then data start."""
         gs, ge, _ = self.genome(chrom, start, end)
-        out = Dense(SparseList(Element(False), shape=max(self.n, 1)))
+        out = Dense(SparseList(Pattern(), shape=max(self.n, 1)))
         O = self._run("overlap", out=out, **self._pair_tensors(gs, ge))
         lvl = O.level.child
         ptr, j = np.asarray(lvl.ptr), np.asarray(lvl.idx)
@@ -156,7 +156,7 @@ class GenomeIndex:
         """Overlapping pieces per pair (`bedtools intersect`): (query row, data row, piece start,
         piece end) on the chromosome's own coordinates, int64 arrays, ordered as `overlap`."""
         gs, ge, _ = self.genome(chrom, start, end)
-        out = Dense(SparseList(SparseRunList(Element(False)), shape=max(self.n, 1)))
+        out = Dense(SparseList(SparseRunList(Pattern()), shape=max(self.n, 1)))
         I = self._run("intersect", out=out, **self._pair_tensors(gs, ge))
         lj = I.level.child
         lx = lj.child
@@ -188,13 +188,11 @@ class GenomeIndex:
         (query row, piece start, piece end), int64 arrays; a zero-length query that is not wholly
         covered keeps its original coordinates, as bedtools prints it."""
         gs, ge, zero = self.genome(chrom, start, end)
-        out = Dense(SparseRunList(Element(False)))
+        out = Dense(SparseRunList(Pattern()))
         R = self._run("subtract", out=out, Q=interval_set(gs, ge), Depth=self.Depth)
         lx = R.level.child
-        ptr = np.asarray(lx.ptr)
-        keep = np.asarray(lx.child.val).astype(bool)
-        qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(ptr))[keep]
-        left, right = np.asarray(lx.left)[keep], np.asarray(lx.right)[keep]
+        qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(np.asarray(lx.ptr)))
+        left, right = np.asarray(lx.left), np.asarray(lx.right)
         base = np.floor(left / SPAN) * SPAN
         ps, pe = (left - base).astype(np.int64), (right - base).astype(np.int64)
         z = zero[qi]
@@ -211,10 +209,8 @@ class GenomeIndex:
     def merge(self):
         """The union of the data (`bedtools merge`): (chrom names, start, end) of maximal runs;
         touching intervals merge.  A run made of one zero-length interval prints as that interval."""
-        M = self._run("merge", Depth=self.Depth)
-        lvl = M.level
-        keep = np.asarray(lvl.child.val).astype(bool)
-        left, right = np.asarray(lvl.left)[keep], np.asarray(lvl.right)[keep]
+        M = self._run("merge", out=SparseRunList(Pattern()), Depth=self.Depth)
+        left, right = np.asarray(M.level.left), np.asarray(M.level.right)
         code = np.floor(left / SPAN).astype(np.int64)
         s = (left - code * SPAN).astype(np.int64)
         e = (right - code * SPAN).astype(np.int64)

@@ -13,7 +13,8 @@ from ..ir.types import I1
 from ..looplets.nodes import Deferred, Hollow, Thunk
 
 
-def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coalesce=None) -> Thunk:
+def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coalesce=None,
+                 out_of_order=None, first=None) -> Thunk:
     """bufs: GrowBuffers holding the entry's coordinates; coords: IR values stored into them.
 
     coalesce(ctx, q) -> (i1, action), optional: when the condition holds, the entry written at
@@ -34,6 +35,9 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
             ctx.assign(vlevel.qos, b.add(slot["q"], b.i64(1)))
 
         def commit():
+            if out_of_order is not None:
+                p = ctx.let(b.sub(slot["q"], b.i64(1)), name + "_last_slot")
+                ctx.if_(b.le(first(), p), lambda: ctx.fail_if(out_of_order(ctx, p), ir.STATUS_OUTPUT_ORDER))
             if parent_dirty is not None:
                 ctx.assign(parent_dirty, b.TRUE)
             if coalesce is None:
@@ -55,6 +59,9 @@ def fiber_writer(vlevel, pos, body, ptr_buf, state=None) -> Thunk:
 
     def preamble(ctx):
         st["begin"] = ctx.let(ir.Read(vlevel.qos), vlevel.name + "_begin")
+        # entries of this fiber appended by earlier unfurls sit just before `begin`
+        done = b.load(ptr_buf.data, b.add(pos, b.i64(1)))
+        st["first"] = ctx.let(b.sub(st["begin"], done), vlevel.name + "_first")
 
     def epilogue(ctx):
         slot = ctx.let(b.add(pos, b.i64(1)), vlevel.name + "_slot_end")

@@ -199,10 +199,7 @@ class Pattern(Level):
         yield (), True
 
     def virtualize(self, ctx, name, mode="read"):
-        if mode != "read":
-            from ..errors import InvalidProgramError
-            raise InvalidProgramError("a Pattern level cannot be written; use Element(False) for outputs")
-        return VPattern()
+        return VPattern() if mode == "read" else VPatternWrite()
 
 
 class VPattern:
@@ -216,3 +213,33 @@ class VPattern:
 
     def leaf_count(self, ctx, pos):
         return pos
+
+
+class VPatternWrite:
+    """A boolean output leaf that stores nothing: an entry of the parent exists iff a true value
+    was written to it (the parent's dirty flag), so a sparse parent keeps only its coordinates.
+    Writing false stores nothing, which is the fill — equal as functions for any reduction whose
+    result is true exactly when some written value is true (or, =)."""
+    is_leaf = True
+    kind = "bool"
+    fill = False
+
+    def declare(self, ctx, npos):
+        pass
+
+    def assemble(self, ctx, start, stop):
+        pass
+
+    def freeze(self, ctx, npos):
+        pass
+
+    def same_value(self, ctx, p, q):
+        return b.TRUE                        # every stored entry is true: touching runs merge
+
+    def write_dirty(self, ctx, pos, op, rhs, dirty):
+        from ..errors import InvalidProgramError
+        if op not in ("or", "="):
+            raise InvalidProgramError(f"a Pattern output holds true values only; reduction {op!r} needs Element")
+        if dirty is None:
+            raise InvalidProgramError("a Pattern output needs a sparse parent level (use Element(False))")
+        ctx.assign(dirty, b.lor(ir.Read(dirty), rhs))

@@ -230,8 +230,11 @@ class VSparseList:
 
     def _unfurl_write(self, ctx, pos, ext, parent_dirty):
         def point(ctx, j):
-            return append_entry(self, self.name, [self.idxbuf], [j.v], parent_dirty)
-        return fiber_writer(self, pos, Lookup(point), self.ptrbuf)
+            return append_entry(self, self.name, [self.idxbuf], [j.v], parent_dirty,
+                                out_of_order=lambda ctx, p: b.le(j.v, b.load(self.idxbuf.data, p)),
+                                first=lambda: st["first"])
+        st = {}
+        return fiber_writer(self, pos, Lookup(point), self.ptrbuf, st)
 
 
 def prefix_sum(ctx, ptr, npos):

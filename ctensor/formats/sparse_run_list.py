@@ -278,8 +278,13 @@ class VSparseRunList:
         def accept(ctx, e):   # the whole run [e.start, e.stop] is one entry
             return append_entry(self, self.name, [self.bufs[n] for n in names],
                                 [e.start.v, e.start.e, e.stop.v, e.stop.e], parent_dirty,
-                                coalesce=lambda ctx, q: self._coalesce(ctx, q, e, st["begin"]))
+                                coalesce=lambda ctx, q: self._coalesce(ctx, q, e, st["first"]),
+                                out_of_order=lambda ctx, p: lim_le(e.start, self._stored_right(p)),
+                                first=lambda: st["first"])
         return fiber_writer(self, pos, AcceptRun(accept), self.bufs["ptr"], st)
+
+    def _stored_right(self, p):
+        return SymLimit(b.load(self.bufs["right"].data, p), b.load(self.bufs["right_eps"].data, p), True)
 
     def _coalesce(self, ctx, q, e, begin):
         """Run-length canonical output: a run that starts right after the previous run of the same

@@ -36,14 +36,14 @@ class Tensor:
         The buffers violate the format (unsorted, overlapping, NaN, wrong lengths, ...).
     """
 
-    def __init__(self, format: Level, data=None, name: str = "tensor"):
+    def __init__(self, format: Level, data=None, name: str = "tensor", validate: bool = True):
         if not isinstance(format, Level):
             raise TypeError(f"{name}: format must be a level such as ct.Dense(ct.Element(0.0)), got {format!r}")
         if data is not None:
             format = from_dense(format, data, name)
         self.level = format
         self.name = name
-        if format.has_data():
+        if validate and format.has_data():
             format.validate(1, name)
 
     # ---- structure

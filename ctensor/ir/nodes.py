@@ -210,7 +210,11 @@ STATUS_OK = 0
 STATUS_OUT_OF_MEMORY = 1
 STATUS_LOOKUP_ON_INTERVAL = 2   # a pinpoint-only access met an extent of positive length
 STATUS_INDEX_ON_INTERVAL = 3    # an index value was needed on an interval of positive length
+STATUS_OUTPUT_ORDER = 4         # a sparse output fiber received a coordinate not after its last one
 STATUS_NAMES = {
+    STATUS_OUTPUT_ORDER: "a sparse output fiber was written out of coordinate order (the loop order "
+                         "revisits the output fiber with coordinates that are not increasing); use a "
+                         "Dense output level or change the loop order",
     STATUS_OUT_OF_MEMORY: "out of memory while growing an output buffer",
     STATUS_LOOKUP_ON_INTERVAL: "a pinpoint-only (Lookup) access met an interval of positive length",
     STATUS_INDEX_ON_INTERVAL: "an expression of an index met an effectual interval of positive length; such "

@@ -159,6 +159,9 @@ def emit_assign(ctx, a: Assign):
     if isinstance(lhs, Access) and isinstance(lhs.tns, Hollow) and not lhs.idxs:
         h = lhs.tns
         rhs = to_ir(ctx, a.rhs, h.level.kind)
+        if hasattr(h.level, "write_dirty"):          # the leaf decides whether the entry exists
+            h.level.write_dirty(ctx, h.pos, a.op, rhs, h.dirty)
+            return
         h.level.write_leaf(ctx, h.pos, a.op, rhs)
         if h.dirty is not None:
             ctx.assign(h.dirty, b.TRUE)

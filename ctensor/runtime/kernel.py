@@ -14,7 +14,7 @@ import numpy as np
 from ..codegen import compile_function
 from ..errors import FormatError, InvalidProgramError, KernelError
 from ..formats.dense import Dense
-from ..formats.element import Element
+from ..formats.element import Element, Pattern
 from ..formats.level import Level
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
@@ -239,6 +239,8 @@ class Kernel:
 
         def build(lvl, depth, npos):
             cell = lambda attr: cells.get((depth, attr))
+            if isinstance(lvl, Pattern):
+                return Pattern()
             if isinstance(lvl, Element):
                 return Element(lvl.fill, val=read_array(cell("val"), npos, _NP[lvl.kind]), dtype=_NP[lvl.kind])
             if isinstance(lvl, Dense):
@@ -278,13 +280,14 @@ class PackedCall:
         every kernel-grown buffer."""
         k = self.kernel
         try:
-            if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL):
+            if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL, ir.STATUS_OUTPUT_ORDER):
                 raise InvalidProgramError(f"{k.text!r} is invalid on this data: {ir.STATUS_NAMES[status]}")
             if status != 0:
                 raise KernelError(f"kernel for {k.text!r} failed: {ir.STATUS_NAMES.get(status, status)}")
             if self.out_cell is not None:
                 return self.out_cell[0].item()
-            return Tensor(k._rebuild(self.tensors, self.cells), name=k.es.out)
+            # well-formed by construction: appends are checked in order by the kernel itself
+            return Tensor(k._rebuild(self.tensors, self.cells), name=k.es.out, validate=False)
         finally:
             for cell in self.cells.values():
                 free(int(cell[0]))

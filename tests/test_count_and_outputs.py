@@ -1,0 +1,91 @@
+"""The counting collapse, loop fission, Pattern outputs, run-length canonical outputs and the
+in-kernel output order check, each against the reference interpreter or numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ctensor as ct
+
+from .helpers import breakpoints_1d, oracle, probes
+from .test_differential import SETTINGS, interval_set
+
+COUNT = "C[i] = Q[i, x] * S[x, j] * d(x, j; counting, counting)"
+
+
+@st.composite
+def pinpoints(draw):
+    xs = draw(st.lists(st.integers(-8, 14), max_size=12))
+    return ct.points(np.asarray(xs, float).reshape(-1, 1))
+
+
+@SETTINGS
+@given(interval_set(), pinpoints())
+def test_count_collapse_matches_oracle(Q, S):
+    k = ct.compile(COUNT, Q=Q, S=S)
+    assert "S_count" in k.ir                         # collapsed: a position difference
+    got = k(Q=Q, S=S).to_numpy()
+    ref = oracle(COUNT, Q=Q, S=S)
+    assert [int(g) for g in got] == [ref.at(i) for i in range(len(got))]
+
+
+@SETTINGS
+@given(interval_set(), interval_set(), pinpoints(), pinpoints())
+def test_fission_of_counting_difference(A, B, S, E):
+    n = min(A.levels()[0].shape, B.levels()[0].shape)
+    if n == 0 or A.levels()[0].shape != B.levels()[0].shape:
+        return
+    if S.levels()[1].shape != E.levels()[1].shape:
+        return
+    text = "C[i] = (A[i, x] * S[x, j] - B[i, x] * E[x, j]) * d(x, j; counting, counting)"
+    got = ct.einsum(text, A=A, B=B, S=S, E=E).to_numpy()
+    ref = oracle(text, A=A, B=B, S=S, E=E)
+    assert [int(g) for g in got] == [ref.at(i) for i in range(n)]
+
+
+def test_count_collapse_equals_binary_search_on_sorted_and_shuffled_queries():
+    rng = np.random.default_rng(3)
+    ds = np.sort(rng.integers(0, 10_000, 3000)).astype(float)
+    qs = np.sort(rng.integers(0, 10_000, 2000)).astype(float)
+    qe = qs + rng.integers(1, 300, len(qs))
+    S = ct.points(ds[:, None])
+    want = np.searchsorted(ds, qe, "left") - np.searchsorted(ds, qs, "left")
+    for perm in (np.arange(len(qs)), rng.permutation(len(qs))):   # finger near and far
+        Q = ct.interval_set(qs[perm], qe[perm])
+        assert np.array_equal(ct.einsum(COUNT, Q=Q, S=S).to_numpy(), want[perm])
+
+
+def test_pattern_output_and_run_length_merge():
+    A = ct.intervals([0.0, 2.0, 4.0, 8.0], [2.0, 4.0, 6.0, 9.0], values=[1, 2, 1, 0])
+    M = ct.einsum("M[x] = A[x] > 0", A=A, out=ct.SparseRunList(ct.Pattern()))
+    assert list(M.level.left) == [0.0] and list(M.level.right) == [6.0]   # three runs merged
+    E = ct.einsum("M[x] = A[x] > 0", A=A, out=ct.SparseRunList(ct.Element(False)))
+    ref = oracle("M[x] = A[x] > 0", A=A)
+    for p in probes(breakpoints_1d(A)):
+        assert bool(M[p]) == bool(E[p]) == bool(ref.at((p.value, p.eps)))
+
+
+def test_pattern_output_pairs_match_numpy():
+    rng = np.random.default_rng(5)
+    qs = np.sort(rng.integers(0, 1000, 200)).astype(float)
+    ds = np.sort(rng.integers(0, 1000, 300)).astype(float)
+    qe, de = qs + 20, ds + 20
+    T = dict(W=ct.interval_set(qs - 20, qe), S=ct.points(ds[:, None]), Q=ct.interval_set(qs, qe),
+             D=ct.interval_set(ds, de))
+    O = ct.einsum("O[i, j] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s, x; boolean, boolean)",
+                  out=ct.Dense(ct.SparseList(ct.Pattern(), shape=300)), **T)
+    lvl = O.level.child
+    got = {(i, int(j)) for i in range(200) for j in lvl.idx[lvl.ptr[i]:lvl.ptr[i + 1]]}
+    want = {(i, j) for i in range(200) for j in range(300) if ds[j] < qe[i] and qs[i] < de[j]}
+    assert got == want
+
+
+def test_out_of_order_sparse_output_is_an_error_not_a_wrong_tensor():
+    # the ids of points sorted by x are not increasing, and O's j fiber is revisited for every s
+    P = ct.points(np.array([[3.0], [1.0], [2.0]]))
+    Q = ct.interval_set([0.0], [10.0])
+    with pytest.raises(ct.InvalidProgramError, match="out of coordinate order"):
+        ct.einsum("O[i, j] = Q[i, s] * P[s, j] * d(s; boolean)", Q=Q, P=P,
+                  out=ct.Dense(ct.SparseList(ct.Pattern(), shape=3)))

@@ -46,6 +46,10 @@ class SymLimit:
 def lim_le(x: SymLimit, y: SymLimit):
     if x == y:
         return b.TRUE
+    if _bottom(x) and y.finite:          # (-inf, e) lies below every value known to be above -inf
+        return b.TRUE
+    if _bottom(y) and x.finite:
+        return b.FALSE
     if b.is_const(x.e) and b.is_const(y.e):
         return b.le(x.v, y.v) if x.e.value <= y.e.value else b.lt(x.v, y.v)
     return b.lor(b.lt(x.v, y.v), b.land(b.eq(x.v, y.v), b.le(x.e, y.e)))
@@ -82,6 +86,10 @@ def lim_min(x: SymLimit, y: SymLimit) -> SymLimit:
         return y
     if _top(y) and _e_le(x, y) or _bottom(x) and _e_le(x, y):
         return x
+    if _bottom(x) and y.finite:
+        return x
+    if _bottom(y) and x.finite:
+        return y
     fin = x.finite and y.finite
     if x.e == y.e:
         return SymLimit(b.minimum(x.v, y.v), x.e, fin)
@@ -95,6 +103,10 @@ def lim_max(x: SymLimit, y: SymLimit) -> SymLimit:
     if _bottom(x) and _e_le(x, y) or _top(y) and _e_le(x, y):
         return y
     if _bottom(y) and _e_le(y, x) or _top(x) and _e_le(y, x):
+        return x
+    if _bottom(x) and y.finite:
+        return y
+    if _bottom(y) and x.finite:
         return x
     fin = x.finite or y.finite
     if x.e == y.e:

@@ -41,8 +41,14 @@ class SparseInterval(Level):
         self.left = None if left is None else as_array(left, "left", np.float64)
         self.right = None if right is None else as_array(right, "right", np.float64)
 
+    @property
+    def finite(self) -> bool:
+        """Every left endpoint is above -inf: a compile-time fact that lets the compiler compare
+        plain floats (an interval starting at -inf needs the extent's ε at run time)."""
+        return self.left is not None and bool(np.isfinite(self.left).all())
+
     def format_key(self):
-        return ("SparseInterval", self.closed, self.child.format_key())
+        return ("SparseInterval", self.closed, self.finite, self.child.format_key())
 
     def format_str(self):
         return f"SparseInterval({self.child.format_str()}, closed={self.closed!r})"
@@ -108,8 +114,8 @@ class VSparseInterval:
 
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         le, re = closed_eps(self.lvl.closed)
-        lo = SymLimit(ctx.let(b.load(self.left, pos), self.name + "_l"), b.i8(le))
-        hi = SymLimit(ctx.let(b.load(self.right, pos), self.name + "_r"), b.i8(re))
+        lo = SymLimit(ctx.let(b.load(self.left, pos), self.name + "_l"), b.i8(le), self.lvl.finite)
+        hi = SymLimit(ctx.let(b.load(self.right, pos), self.name + "_r"), b.i8(re), True)
         fill = lambda ctx, e: Run(FillLeaf(self.fill))
         return Sequence([PhaseSpec(fill, stop=lambda ctx, e: Extent.real().minus_unit(lo)),
                          PhaseSpec(lambda ctx, e: Run(Fiber(self.child, pos)), stop=lambda ctx, e: hi),

@@ -181,6 +181,8 @@ class VSparseList:
 
         def seek(ctx, e):
             q = st["q"]
+            if self.coord == "int" and b.is_const(e.start.v) and e.start.v.value <= 0:
+                return          # integer coordinates are validated >= 0: already there
 
             def search():
                 key = lambda k: lim_le(e.start, self._lim(b.load(self.idx, k)))

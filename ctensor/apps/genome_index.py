@@ -86,9 +86,10 @@ class GenomeIndex:
             raise FormatError(f"{name}: {len(chroms)} chromosomes; at most {MAX_CHROMS} can be indexed")
         self.chroms = [str(c) for c in chroms]
         self._code = {c: k for k, c in enumerate(self.chroms)}
-        s, e, _ = widen(df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64))
+        s, e, zero = widen(df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64))
         gs = codes * SPAN + s
         ge = codes * SPAN + e
+        self._zero_at = np.unique(gs[zero] + 1)            # genome positions of zero-length intervals
         self.order = np.argsort(gs, kind="stable")          # rank j -> data row
         gs, ge = gs[self.order], ge[self.order]
         self.maxlen = float((ge - gs).max()) if len(gs) else 1.0
@@ -114,8 +115,9 @@ class GenomeIndex:
                 raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
             codes = np.zeros(len(start), np.int64)
         else:
-            codes = pd.Categorical(np.asarray(chrom, dtype=object), categories=self.chroms).codes.astype(np.int64)
-            codes[codes < 0] = len(self.chroms)      # absent from the data: an empty region
+            # absent from the data: an empty region after the last chromosome
+            codes = pd.Index(self.chroms).get_indexer(np.asarray(chrom, dtype=object)).astype(np.int64)
+            codes[codes < 0] = len(self.chroms)
         s, e, zero = widen(start, end)
         if chrom is None:
             return s.astype(np.float64), e.astype(np.float64), zero
@@ -164,9 +166,8 @@ class GenomeIndex:
         ptr_x = np.asarray(lx.ptr)
         assert (np.diff(ptr_x) == 1).all()                  # one piece per overlapping pair
         qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(ptr_i))
-        base = np.floor(np.asarray(lx.left) / SPAN) * SPAN
-        return qi, self.order[j], (np.asarray(lx.left) - base).astype(np.int64), \
-            (np.asarray(lx.right) - base).astype(np.int64)
+        _, ps, pe = _decode(np.asarray(lx.left), np.asarray(lx.right))
+        return qi, self.order[j], ps, pe
 
     def covered(self, start, end, chrom=None) -> np.ndarray:
         """Bases of each (widened) query interval covered by at least one data interval, int64."""
@@ -193,8 +194,7 @@ class GenomeIndex:
         lx = R.level.child
         qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(np.asarray(lx.ptr)))
         left, right = np.asarray(lx.left), np.asarray(lx.right)
-        base = np.floor(left / SPAN) * SPAN
-        ps, pe = (left - base).astype(np.int64), (right - base).astype(np.int64)
+        _, ps, pe = _decode(left, right)
         z = zero[qi]
         if z.any():                       # one row per surviving zero-length query, as given
             first = np.ones(len(qi), bool)
@@ -211,11 +211,10 @@ class GenomeIndex:
         touching intervals merge.  A run made of one zero-length interval prints as that interval."""
         M = self._run("merge", out=SparseRunList(Pattern()), Depth=self.Depth)
         left, right = np.asarray(M.level.left), np.asarray(M.level.right)
-        code = np.floor(left / SPAN).astype(np.int64)
-        s = (left - code * SPAN).astype(np.int64)
-        e = (right - code * SPAN).astype(np.int64)
-        # a run of length 2 is a lone widened zero-length interval iff exactly one interval meets it
-        cand = np.flatnonzero(e - s == 2)
+        code, s, e = _decode(left, right)
+        # a run [p-1, p+1) over a zero-length interval at p is that interval alone iff exactly one
+        # interval meets it
+        cand = np.flatnonzero((e - s == 2) & np.isin(left + 1, self._zero_at))
         if cand.size:
             names = np.asarray(self.chroms, dtype=object)[code[cand]]
             n = self.count_overlaps(s[cand] + 1, s[cand] + 1, names if len(self.chroms) > 1 else None)
@@ -223,6 +222,14 @@ class GenomeIndex:
             s[lone] += 1
             e[lone] -= 1
         return np.asarray(self.chroms, dtype=object)[code], s, e
+
+
+def _decode(left, right):
+    """Genome-axis intervals -> (chromosome code, start, end).  The midpoint decides the
+    chromosome: a widened interval at 0 starts at -1, below its chromosome's offset."""
+    code = np.floor((left + right) / (2 * SPAN)).astype(np.int64)
+    base = code * SPAN
+    return code, (left - base).astype(np.int64), (right - base).astype(np.int64)
 
 
 def _depth_track(gs: np.ndarray, ge: np.ndarray) -> Tensor:

@@ -28,9 +28,17 @@ import time
 import numpy as np
 import pandas as pd
 
-from .. import Dense, Element, Pattern, SparseList, SparseRunList, Tensor
+from .. import (
+    Dense,
+    Element,
+    Pattern,
+    SparseList,
+    SparseRunList,
+    Tensor,
+    interval_set,
+    points,
+)
 from .. import compile as ct_compile
-from .. import interval_set, points
 from ..errors import FormatError
 from .bedio import read_intervals
 

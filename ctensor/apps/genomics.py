@@ -33,8 +33,20 @@ import pandas as pd
 from .bedio import read_intervals
 from .genome_index import EINSUMS, GenomeIndex
 
-__all__ = ["EINSUMS", "GenomeIndex", "index", "read_intervals", "count_overlaps", "overlap",
-           "any_overlap", "no_overlap", "coverage", "intersect", "merge", "subtract"]
+__all__ = [
+    "EINSUMS",
+    "GenomeIndex",
+    "any_overlap",
+    "count_overlaps",
+    "coverage",
+    "index",
+    "intersect",
+    "merge",
+    "no_overlap",
+    "overlap",
+    "read_intervals",
+    "subtract",
+]
 
 
 def index(data) -> GenomeIndex:

@@ -12,7 +12,16 @@ kept across calls, so sorted queries cost O(1) each.
 """
 from __future__ import annotations
 
-from ..lower.notation import Access, Assign, Call, Loop, Sieve, Val, uses_index, walk_accesses
+from ..lower.notation import (
+    Access,
+    Assign,
+    Call,
+    Loop,
+    Sieve,
+    Val,
+    uses_index,
+    walk_accesses,
+)
 
 
 def _factors(e):

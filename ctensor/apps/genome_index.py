@@ -63,6 +63,11 @@ EINSUMS = {
 }
 
 
+# the index tensors each operation reads
+PARTS = {"count": ("S", "E"), "overlap": ("S", "D"), "intersect": ("S", "D"),
+         "coverage": ("S", "E", "Depth"), "subtract": ("Depth",), "merge": ("Depth", "S", "E")}
+
+
 def widen(start: np.ndarray, end: np.ndarray):
     """bedtools' zero-length rule: [p, p) takes part in overlaps as [p-1, p+1)."""
     zero = start == end
@@ -79,13 +84,17 @@ class GenomeIndex:
     data : DataFrame (chrom, start, end, ...), BED/BED.gz path or (chrom, start, end) arrays —
         anything `ctensor.apps.bedio.read_intervals` accepts.  0-based half-open integer coordinates.
 
-    Attributes: `frame` (the validated DataFrame), `chroms` (names, index order), `build_seconds`,
-    `nbytes` (bytes of the index tensors), `kernels` (einsum name -> compiled Kernel, after use).
+    ops : operations to prepare for (keys of `PARTS`); default all.  Tensors another operation
+        needs are built on its first use.
+
+    Attributes: `frame` (the validated DataFrame), `chroms` (names, index order), `build_seconds`
+    (layout plus every index tensor built so far), `nbytes` (bytes of the index tensors built),
+    `kernels` (einsum name -> compiled Kernel, after use).
 
     Raises FormatError on malformed input or more than `MAX_CHROMS` chromosomes.
     """
 
-    def __init__(self, data, name: str = "data"):
+    def __init__(self, data, name: str = "data", ops=None):
         t0 = time.perf_counter()
         df = read_intervals(data, name)
         self.frame = df
@@ -101,17 +110,35 @@ class GenomeIndex:
         self.order = np.argsort(gs, kind="stable")          # rank j -> data row
         gs, ge = gs[self.order], ge[self.order]
         self.maxlen = float((ge - gs).max()) if len(gs) else 1.0
-        self.S = points(gs[:, None])
-        self.E = points(np.sort(ge)[:, None])
-        self.D = interval_set(gs, ge)
-        self.Depth = _depth_track(gs, ge)
+        self._gs, self._ge = gs, ge
         self.n = len(gs)
         self.kernels = {}
+        self._parts = {}
         self.build_seconds = time.perf_counter() - t0
+        for op in (PARTS if ops is None else ops):
+            for part in PARTS[op]:
+                self._part(part)
+
+    def _part(self, name):
+        """Build an index tensor on first use (its time is added to build_seconds)."""
+        t = self._parts.get(name)
+        if t is None:
+            t0 = time.perf_counter()
+            gs, ge = self._gs, self._ge
+            make = {"S": lambda: points(gs[:, None]), "E": lambda: points(np.sort(ge)[:, None]),
+                    "D": lambda: interval_set(gs, ge), "Depth": lambda: _depth_track(gs, ge)}
+            t = self._parts[name] = make[name]()
+            self.build_seconds += time.perf_counter() - t0
+        return t
+
+    S = property(lambda self: self._part("S"))
+    E = property(lambda self: self._part("E"))
+    D = property(lambda self: self._part("D"))
+    Depth = property(lambda self: self._part("Depth"))
 
     @property
     def nbytes(self) -> int:
-        return sum(_tensor_bytes(t) for t in (self.S, self.E, self.D, self.Depth))
+        return sum(_tensor_bytes(t) for t in self._parts.values())
 
     # ------------------------------------------------------------------ query layout
     def genome(self, chrom, start, end):

@@ -49,32 +49,33 @@ __all__ = [
 ]
 
 
-def index(data) -> GenomeIndex:
-    """Build the index of `data` once (see `GenomeIndex`); pass it as `data` to the operations."""
-    return data if isinstance(data, GenomeIndex) else GenomeIndex(data)
+def index(data, ops=None) -> GenomeIndex:
+    """Build the index of `data` once (see `GenomeIndex`; `ops` limits the tensors built up front);
+    pass it as `data` to the operations."""
+    return data if isinstance(data, GenomeIndex) else GenomeIndex(data, ops=ops)
 
 
-def _args(query, data):
+def _args(query, data, op):
     q = read_intervals(query, "query")
-    idx = index(data)
+    idx = index(data, ops=(op,))
     return q, idx, (q["start"].to_numpy(), q["end"].to_numpy(), q["chrom"].to_numpy(dtype=object))
 
 
 def count_overlaps(query, data) -> pd.DataFrame:
     """Query rows with a `count` column (int64): data intervals overlapping each (`bedtools intersect -c`)."""
-    q, idx, a = _args(query, data)
+    q, idx, a = _args(query, data, "count")
     return q.assign(count=idx.count_overlaps(*a))
 
 
 def any_overlap(query, data) -> pd.DataFrame:
     """Query rows overlapping at least one data interval (`bedtools intersect -u`), original index."""
-    q, idx, a = _args(query, data)
+    q, idx, a = _args(query, data, "count")
     return q[idx.count_overlaps(*a) > 0]
 
 
 def no_overlap(query, data) -> pd.DataFrame:
     """Query rows overlapping no data interval (`bedtools intersect -v`), original index."""
-    q, idx, a = _args(query, data)
+    q, idx, a = _args(query, data, "count")
     return q[idx.count_overlaps(*a) == 0]
 
 
@@ -82,7 +83,7 @@ def overlap(query, data, return_index: bool = False) -> pd.DataFrame:
     """Every overlapping pair (`bedtools intersect -wa -wb`): query columns, then data columns with
     suffix `_` (bioframe's convention).  With `return_index`, columns `index` and `index_` give the
     row positions of the pair in the query and data."""
-    q, idx, a = _args(query, data)
+    q, idx, a = _args(query, data, "overlap")
     qi, dj = idx.overlap(*a)
     left = q.iloc[qi].reset_index(drop=True)
     right = idx.frame.iloc[dj].reset_index(drop=True).add_suffix("_")
@@ -96,7 +97,7 @@ def overlap(query, data, return_index: bool = False) -> pd.DataFrame:
 def intersect(query, data) -> pd.DataFrame:
     """The overlapping piece of every overlapping pair (`bedtools intersect`): query rows with start
     and end replaced by the piece; a zero-length query keeps its own coordinates, as bedtools prints."""
-    q, idx, a = _args(query, data)
+    q, idx, a = _args(query, data, "intersect")
     qi, _, ps, pe = idx.intersect(*a)
     out = q.iloc[qi].reset_index(drop=True)
     zero = (out["start"] == out["end"]).to_numpy()
@@ -109,14 +110,14 @@ def coverage(query, data) -> pd.DataFrame:
     """`bedtools coverage -a query -b data`: query rows plus `count` (overlapping data intervals),
     `covered` (bases covered by their union), `length` (zero-length queries count 2, as bedtools
     widens them) and `fraction` = covered / length (float64)."""
-    q, idx, a = _args(query, data)
+    q, idx, a = _args(query, data, "coverage")
     return q.assign(**idx.coverage(*a))
 
 
 def subtract(a, b) -> pd.DataFrame:
     """`bedtools subtract -a a -b b`: the pieces of each row of `a` that no interval of `b` covers,
     as rows of `a` with new start/end, in `a`'s order; rows wholly covered disappear."""
-    q, idx, args = _args(a, b)
+    q, idx, args = _args(a, b, "subtract")
     qi, ps, pe = idx.subtract(*args)
     out = q.iloc[qi].reset_index(drop=True)
     out["start"] = ps
@@ -127,5 +128,5 @@ def subtract(a, b) -> pd.DataFrame:
 def merge(intervals) -> pd.DataFrame:
     """`bedtools merge`: the union of the intervals as maximal `chrom, start, end` runs (touching and
     overlapping intervals merge), sorted by chromosome name then start."""
-    chrom, s, e = index(intervals).merge()
+    chrom, s, e = index(intervals, ops=("merge",)).merge()
     return pd.DataFrame({"chrom": chrom, "start": s, "end": e})

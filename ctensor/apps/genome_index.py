@@ -102,7 +102,6 @@ class GenomeIndex:
         if len(chroms) > MAX_CHROMS:
             raise FormatError(f"{name}: {len(chroms)} chromosomes; at most {MAX_CHROMS} can be indexed")
         self.chroms = [str(c) for c in chroms]
-        self._code = {c: k for k, c in enumerate(self.chroms)}
         s, e, zero = widen(df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64))
         gs = codes * SPAN + s
         ge = codes * SPAN + e
@@ -124,10 +123,7 @@ class GenomeIndex:
         t = self._parts.get(name)
         if t is None:
             t0 = time.perf_counter()
-            gs, ge = self._gs, self._ge
-            make = {"S": lambda: points(gs[:, None]), "E": lambda: points(np.sort(ge)[:, None]),
-                    "D": lambda: interval_set(gs, ge), "Depth": lambda: _depth_track(gs, ge)}
-            t = self._parts[name] = make[name]()
+            t = self._parts[name] = _BUILD[name](self._gs, self._ge)
             self.build_seconds += time.perf_counter() - t0
         return t
 
@@ -143,19 +139,14 @@ class GenomeIndex:
     # ------------------------------------------------------------------ query layout
     def genome(self, chrom, start, end):
         """Map query intervals to the genome axis: (widened start, widened end, zero mask), floats."""
-        start = np.asarray(start, np.int64)
-        end = np.asarray(end, np.int64)
+        s, e, zero = widen(np.asarray(start, np.int64), np.asarray(end, np.int64))
         if chrom is None:
             if len(self.chroms) > 1:
                 raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
-            codes = np.zeros(len(start), np.int64)
-        else:
-            # absent from the data: an empty region after the last chromosome
-            codes = pd.Index(self.chroms).get_indexer(np.asarray(chrom, dtype=object)).astype(np.int64)
-            codes[codes < 0] = len(self.chroms)
-        s, e, zero = widen(start, end)
-        if chrom is None:
             return s.astype(np.float64), e.astype(np.float64), zero
+        # absent from the data: an empty region after the last chromosome
+        codes = pd.Index(self.chroms).get_indexer(np.asarray(chrom, dtype=object)).astype(np.int64)
+        codes[codes < 0] = len(self.chroms)
         base = codes * SPAN
         return base + s, base + e, zero
 
@@ -168,7 +159,9 @@ class GenomeIndex:
     # ------------------------------------------------------------------ operations
     def count_overlaps(self, start, end, chrom=None) -> np.ndarray:
         """Number of data intervals overlapping each query (`bedtools intersect -c`), int64 (n,)."""
-        gs, ge, _ = self.genome(chrom, start, end)
+        return self._count(*self.genome(chrom, start, end)[:2])
+
+    def _count(self, gs, ge):
         ninf = np.full(len(gs), -np.inf)
         before_end = interval_set(ninf, ge, closed="left")         # x < qe
         upto_start = interval_set(ninf, gs, closed="both")         # x <= qs
@@ -186,8 +179,7 @@ class GenomeIndex:
         O = self._run("overlap", out=out, **self._pair_tensors(gs, ge))
         lvl = O.level.child
         ptr, j = np.asarray(lvl.ptr), np.asarray(lvl.idx)
-        qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(ptr))
-        return qi, self.order[j]
+        return _rows(ptr), self.order[j]
 
     def intersect(self, start, end, chrom=None):
         """Overlapping pieces per pair (`bedtools intersect`): (query row, data row, piece start,
@@ -200,23 +192,24 @@ class GenomeIndex:
         ptr_i, j = np.asarray(lj.ptr), np.asarray(lj.idx)
         ptr_x = np.asarray(lx.ptr)
         assert (np.diff(ptr_x) == 1).all()                  # one piece per overlapping pair
-        qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(ptr_i))
+        qi = _rows(ptr_i)
         _, ps, pe = _decode(np.asarray(lx.left), np.asarray(lx.right))
         return qi, self.order[j], ps, pe
 
     def covered(self, start, end, chrom=None) -> np.ndarray:
         """Bases of each (widened) query interval covered by at least one data interval, int64."""
-        gs, ge, _ = self.genome(chrom, start, end)
+        return self._covered(*self.genome(chrom, start, end)[:2])
+
+    def _covered(self, gs, ge):
         B = self._run("covered", Q=interval_set(gs, ge), Depth=self.Depth)
         return np.rint(np.asarray(B.level.child.val)).astype(np.int64)
 
     def coverage(self, start, end, chrom=None) -> dict:
         """`bedtools coverage`: per query, count of overlapping data intervals, bases covered,
         query length (zero-length queries count as 2, as bedtools widens them), covered fraction."""
-        count = self.count_overlaps(start, end, chrom)
-        covered = self.covered(start, end, chrom)
-        s, e, _ = widen(np.asarray(start, np.int64), np.asarray(end, np.int64))
-        length = e - s
+        gs, ge, _ = self.genome(chrom, start, end)
+        count, covered = self._count(gs, ge), self._covered(gs, ge)
+        length = (ge - gs).astype(np.int64)           # widened lengths; exact in float64
         return {"count": count, "covered": covered, "length": length, "fraction": covered / length}
 
     def subtract(self, start, end, chrom=None):
@@ -227,7 +220,7 @@ class GenomeIndex:
         out = Dense(SparseRunList(Pattern()))
         R = self._run("subtract", out=out, Q=interval_set(gs, ge), Depth=self.Depth)
         lx = R.level.child
-        qi = np.repeat(np.arange(len(gs), dtype=np.int64), np.diff(np.asarray(lx.ptr)))
+        qi = _rows(np.asarray(lx.ptr))
         left, right = np.asarray(lx.left), np.asarray(lx.right)
         _, ps, pe = _decode(left, right)
         z = zero[qi]
@@ -259,6 +252,11 @@ class GenomeIndex:
         return np.asarray(self.chroms, dtype=object)[code], s, e
 
 
+def _rows(ptr) -> np.ndarray:
+    """Row (query) number of every entry of a Dense -> sparse output, from the sparse level's ptr."""
+    return np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+
+
 def _decode(left, right):
     """Genome-axis intervals -> (chromosome code, start, end).  The midpoint decides the
     chromosome: a widened interval at 0 starts at -1, below its chromosome's offset."""
@@ -282,6 +280,14 @@ def _depth_track(gs: np.ndarray, ge: np.ndarray) -> Tensor:
     left, right, val = u[:-1][run], u[1:][run], depth[:-1][run]
     lvl = SparseRunList(Element(0, val=val, dtype=np.int64), np.array([0, len(left)], np.int64), left, right, "left")
     return Tensor(lvl, name="Depth")
+
+
+_BUILD = {  # index tensor name -> build(sorted starts, ends on the genome axis)
+    "S": lambda gs, ge: points(gs[:, None]),
+    "E": lambda gs, ge: points(np.sort(ge)[:, None]),
+    "D": lambda gs, ge: interval_set(gs, ge),
+    "Depth": _depth_track,
+}
 
 
 def _tensor_bytes(t: Tensor) -> int:

@@ -135,12 +135,16 @@ class Context:
         high = self.mut(I64, b.minimum(b.add(ir.Read(low), ir.Read(step)), hi), hint + "_hi")
         # key is false at every position low moved to; only the unchecked start may hold
         self.if_(key_ge(ir.Read(low)), lambda: self.assign(high, ir.Read(low)))
-        with self.block() as body2:
-            m = self.let(b.add(ir.Read(low), ir.Bin("div", b.sub(ir.Read(high), ir.Read(low)), b.i64(2))),
-                         hint + "_mid")
-            self.if_(key_ge(m), lambda: self.assign(high, m), lambda: self.assign(low, b.add(m, b.i64(1))))
-        self.emit(ir.While(b.lt(ir.Read(low), ir.Read(high)), body2))
+        self._bisect(key_ge, low, high, hint + "_mid")
         return self.let(ir.Read(high), hint + "_found")
+
+    def _bisect(self, key_ge, low, high, hint):
+        """Binary search between mutable bounds: the answer is in [low, high] and key(high) is
+        true or high is the search's upper bound; leaves the answer in `high`."""
+        with self.block() as body:
+            m = self.let(b.add(ir.Read(low), ir.Bin("div", b.sub(ir.Read(high), ir.Read(low)), b.i64(2))), hint)
+            self.if_(key_ge(m), lambda: self.assign(high, m), lambda: self.assign(low, b.add(m, b.i64(1))))
+        self.emit(ir.While(b.lt(ir.Read(low), ir.Read(high)), body))
 
     def search_near(self, key_ge, lo, hi, finger, hint="q"):
         """Smallest q in [lo, hi) with key_ge(q) true, or hi, searching outward from the position
@@ -152,7 +156,7 @@ class Context:
         h = self.let(b.maximum(lo, b.minimum(ir.Read(finger), hi)), hint + "_h")
         res = self.mut(I64, h, hint + "_res")
 
-        def forward():    # key(h) false (or h == hi is excluded here): the answer is after h
+        def forward():    # h < hi and key(h) false: the answer is after h
             self.assign(res, self._forward(key_ge, h, hi, hint))
 
         def backward():   # key(h) true, or h == hi: the answer is in [lo, h]
@@ -187,11 +191,7 @@ class Context:
         self.emit(ir.While(ir.Read(go), body))
         # key is true at high (or high is the original bound); false at high - step or below lo
         low = self.mut(I64, b.maximum(lo, b.add(b.sub(ir.Read(high), ir.Read(step)), b.i64(1))), hint + "_bl")
-        with self.block() as body2:
-            m = self.let(b.add(ir.Read(low), ir.Bin("div", b.sub(ir.Read(high), ir.Read(low)), b.i64(2))),
-                         hint + "_bm")
-            self.if_(key_ge(m), lambda: self.assign(high, m), lambda: self.assign(low, b.add(m, b.i64(1))))
-        self.emit(ir.While(b.lt(ir.Read(low), ir.Read(high)), body2))
+        self._bisect(key_ge, low, high, hint + "_bm")
         return ir.Read(high)
 
     # ---------------------------------------------------------------- results

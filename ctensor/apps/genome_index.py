@@ -33,6 +33,7 @@ from .. import (
     Element,
     Pattern,
     SparseList,
+    SparseInterval,
     SparseRunList,
     Tensor,
     interval_set,
@@ -43,6 +44,10 @@ from ..errors import FormatError
 from .bedio import read_intervals
 
 SPAN = float(2**41)
+# expected candidates per query above which overlap/intersect use the rank plan (measured on the
+# synthetic sets: per candidate the window plan costs ~2x the rank plan, whose two rank searches
+# cost about as much as 8 candidates)
+RANK_PLAN_AT = 8.0
 MAX_CHROMS = 2**53 // 2**41 - 2
 
 # The einsums, by operation.  Index names: i query, j data (start order), x the genome axis,
@@ -50,10 +55,17 @@ MAX_CHROMS = 2**53 // 2**41 - 2
 EINSUMS = {
     # #(data starts < query end) - #(data ends <= query start): A[i] = (-inf, qe), B[i] = (-inf, qs]
     "count": "C[i] = (A[i, x] * S[x, j] - B[i, x] * E[x, j]) * d(x, j; counting, counting)",
-    # pairs: data starting in the query's window [qs - maxlen, qe) whose interval meets the query's
+    # rank of a coordinate among the data starts: #(starts in A[i] = (-inf, t)) or (-inf, t]
+    "rank": "N[i] = A[i, x] * S[x, j] * d(x, j; counting, counting)",
+    # pairs, two plans for one answer (`GenomeIndex.pair_plan`).  "window": data starting in the
+    # query's window W[i] = (qs - maxlen, qe) whose interval meets the query's, in one pass;
+    # "ranks": the same candidates as a range of ranks R[i, j] = [rank(qs - maxlen), rank(qe))
+    # from two "rank" calls, then a dense loop over the range (faster when windows are crowded)
     "overlap": "O[i, j] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s, x; boolean, boolean)",
-    # the overlapping pieces themselves, per pair
+    "overlap_ranks": "O[i, j] = R[i, j] * Q[i, x] * D[j, x] * d(x; boolean)",
+    # the overlapping pieces themselves, per pair (same two plans)
     "intersect": "I[i, j, x] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s; boolean)",
+    "intersect_ranks": "I[i, j, x] = R[i, j] * Q[i, x] * D[j, x]",
     # bases of the query covered by at least one data interval (Lebesgue measure)
     "covered": "B[i] = Q[i, x] * (Depth[x] > 0) * d(x; lebesgue)",
     # the union of the data as a run-length list
@@ -106,8 +118,14 @@ class GenomeIndex:
         gs = codes * SPAN + s
         ge = codes * SPAN + e
         self._zero_at = np.unique(gs[zero] + 1)            # genome positions of zero-length intervals
-        self.order = np.argsort(gs, kind="stable")          # rank j -> data row
-        gs, ge = gs[self.order], ge[self.order]
+        # intervals per base over the chromosomes' occupied extents (the pair plan's cost model)
+        ext = pd.DataFrame({"c": codes, "s": gs, "e": ge}).groupby("c").agg(s=("s", "min"), e=("e", "max"))
+        self.density = len(gs) / max(float((ext["e"] - ext["s"]).sum()), 1.0)
+        self.pair_plan = "auto"         # or 'window' / 'ranks' (see EINSUMS; tests pin each)
+        order = np.argsort(gs, kind="stable")               # rank j -> data row
+        self.order = None if (order == np.arange(len(order))).all() else order
+        if self.order is not None:
+            gs, ge = gs[order], ge[order]
         self.maxlen = float((ge - gs).max()) if len(gs) else 1.0
         self._gs, self._ge = gs, ge
         self.n = len(gs)
@@ -138,8 +156,17 @@ class GenomeIndex:
 
     # ------------------------------------------------------------------ query layout
     def genome(self, chrom, start, end):
-        """Map query intervals to the genome axis: (widened start, widened end, zero mask), floats."""
-        s, e, zero = widen(np.asarray(start, np.int64), np.asarray(end, np.int64))
+        """Map query intervals to the genome axis: (widened start, widened end, zero mask), floats.
+        Raises FormatError naming the first query row with a negative start or end < start (the
+        DataFrame functions of `ctensor.apps.genomics` check far more, through `read_intervals`)."""
+        start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+        if start.shape != end.shape:
+            raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
+        bad = np.flatnonzero((start < 0) | (end < start))
+        if bad.size:
+            k = int(bad[0])
+            raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) has a negative start or ends before it starts")
+        s, e, zero = widen(start, end)
         if chrom is None:
             if len(self.chroms) > 1:
                 raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
@@ -150,10 +177,11 @@ class GenomeIndex:
         base = codes * SPAN
         return base + s, base + e, zero
 
-    def _run(self, op, out=None, **tensors):
-        k = self.kernels.get(op)
+    def _run(self, key, op=None, out=None, **tensors):
+        """Call the kernel `key` (compiled from EINSUMS[op or key] on first use)."""
+        k = self.kernels.get(key)
         if k is None:
-            k = self.kernels[op] = ct_compile(EINSUMS[op], out=out, **tensors)
+            k = self.kernels[key] = ct_compile(EINSUMS[op or key], out=out, **tensors)
         return k(**tensors)
 
     # ------------------------------------------------------------------ operations
@@ -163,30 +191,62 @@ class GenomeIndex:
 
     def _count(self, gs, ge):
         ninf = np.full(len(gs), -np.inf)
-        before_end = interval_set(ninf, ge, closed="left")         # x < qe
-        upto_start = interval_set(ninf, gs, closed="both")         # x <= qs
+        before_end = _intervals(ninf, ge, "left")          # x < qe
+        upto_start = _intervals(ninf, gs, "both")          # x <= qs
         C = self._run("count", A=before_end, S=self.S, B=upto_start, E=self.E)
         return np.asarray(C.level.child.val, np.int64)
 
-    def _pair_tensors(self, gs, ge):
-        return dict(W=interval_set(gs - self.maxlen, ge), S=self.S, Q=interval_set(gs, ge), D=self.D)
+    def _rank(self, t, closed):
+        """#(data starts in (-inf, t)) (closed='left') or (-inf, t] ('both'), per entry of t."""
+        A = _intervals(np.full(len(t), -np.inf), t, closed)
+        N = self._run("rank_" + closed, "rank", A=A, S=self.S)
+        return np.asarray(N.level.child.val, np.int64)
+
+    def _pair_plan(self, gs, ge):
+        """'window' or 'ranks' (see EINSUMS): the rank plan costs two rank searches per query
+        and saves the per-candidate stepping of the window plan, so it wins once the expected
+        number of candidates per query (data density x window length) passes RANK_PLAN_AT."""
+        if self.pair_plan != "auto":
+            return self.pair_plan
+        window = float(np.mean(ge - gs)) + self.maxlen if len(gs) else 0.0
+        return "ranks" if self.density * window >= RANK_PLAN_AT else "window"
+
+    def _pair_tensors(self, gs, ge, plan):
+        """Q the queries, D the data in rank order, and the candidates: W[i] = (qs - maxlen, qe)
+        on the start axis of S, or R[i, j] = the ranks whose start lies in that window."""
+        Q = _intervals(gs, ge, "left")
+        if plan == "window":
+            return dict(W=_intervals(gs - self.maxlen, ge, "left"), S=self.S, Q=Q, D=self.D)
+        lo, hi = self._rank(gs - self.maxlen, "both"), self._rank(ge, "left")
+        R = Tensor(Dense(SparseInterval(Pattern(), lo, hi, "left", shape=max(self.n, 1)), len(gs)),
+                   name="R", validate=False)
+        return dict(R=R, Q=Q, D=self.D)
+
+    def _pairs(self, op, gs, ge, out):
+        plan = self._pair_plan(gs, ge)
+        key = op if plan == "window" else op + "_ranks"
+        return self._run(key, out=out, **self._pair_tensors(gs, ge, plan))
+
+    def _data_rows(self, j):
+        """Data rows of ranks j (no copy when the data came sorted by start)."""
+        return j if self.order is None else self.order[j]
 
     def overlap(self, start, end, chrom=None):
         """All overlapping (query row, data row) pairs (`bedtools intersect -wa -wb`), two int64
         arrays, ordered by query row, then data start."""
         gs, ge, _ = self.genome(chrom, start, end)
         out = Dense(SparseList(Pattern(), shape=max(self.n, 1)))
-        O = self._run("overlap", out=out, **self._pair_tensors(gs, ge))
+        O = self._pairs("overlap", gs, ge, out)
         lvl = O.level.child
         ptr, j = np.asarray(lvl.ptr), np.asarray(lvl.idx)
-        return _rows(ptr), self.order[j]
+        return _rows(ptr), self._data_rows(j)
 
     def intersect(self, start, end, chrom=None):
         """Overlapping pieces per pair (`bedtools intersect`): (query row, data row, piece start,
         piece end) on the chromosome's own coordinates, int64 arrays, ordered as `overlap`."""
         gs, ge, _ = self.genome(chrom, start, end)
         out = Dense(SparseList(SparseRunList(Pattern()), shape=max(self.n, 1)))
-        I = self._run("intersect", out=out, **self._pair_tensors(gs, ge))
+        I = self._pairs("intersect", gs, ge, out)
         lj = I.level.child
         lx = lj.child
         ptr_i, j = np.asarray(lj.ptr), np.asarray(lj.idx)
@@ -194,14 +254,14 @@ class GenomeIndex:
         assert (np.diff(ptr_x) == 1).all()                  # one piece per overlapping pair
         qi = _rows(ptr_i)
         _, ps, pe = _decode(np.asarray(lx.left), np.asarray(lx.right))
-        return qi, self.order[j], ps, pe
+        return qi, self._data_rows(j), ps, pe
 
     def covered(self, start, end, chrom=None) -> np.ndarray:
         """Bases of each (widened) query interval covered by at least one data interval, int64."""
         return self._covered(*self.genome(chrom, start, end)[:2])
 
     def _covered(self, gs, ge):
-        B = self._run("covered", Q=interval_set(gs, ge), Depth=self.Depth)
+        B = self._run("covered", Q=_intervals(gs, ge, "left"), Depth=self.Depth)
         return np.rint(np.asarray(B.level.child.val)).astype(np.int64)
 
     def coverage(self, start, end, chrom=None) -> dict:
@@ -218,7 +278,7 @@ class GenomeIndex:
         covered keeps its original coordinates, as bedtools prints it."""
         gs, ge, zero = self.genome(chrom, start, end)
         out = Dense(SparseRunList(Pattern()))
-        R = self._run("subtract", out=out, Q=interval_set(gs, ge), Depth=self.Depth)
+        R = self._run("subtract", out=out, Q=_intervals(gs, ge, "left"), Depth=self.Depth)
         lx = R.level.child
         qi = _rows(np.asarray(lx.ptr))
         left, right = np.asarray(lx.left), np.asarray(lx.right)
@@ -250,6 +310,13 @@ class GenomeIndex:
             s[lone] += 1
             e[lone] -= 1
         return np.asarray(self.chroms, dtype=object)[code], s, e
+
+
+def _intervals(start, end, closed) -> Tensor:
+    """interval_set(start, end, closed) without re-validation: callers pass coordinates `genome`
+    produced (checked, widened, so start < end)."""
+    lvl = SparseInterval(Pattern(), start, end, closed)
+    return Tensor(Dense(lvl, len(lvl.left)), name="interval_set", validate=False)
 
 
 def _rows(ptr) -> np.ndarray:
@@ -285,7 +352,7 @@ def _depth_track(gs: np.ndarray, ge: np.ndarray) -> Tensor:
 _BUILD = {  # index tensor name -> build(sorted starts, ends on the genome axis)
     "S": lambda gs, ge: points(gs[:, None]),
     "E": lambda gs, ge: points(np.sort(ge)[:, None]),
-    "D": lambda gs, ge: interval_set(gs, ge),
+    "D": lambda gs, ge: _intervals(gs, ge, "left"),
     "Depth": _depth_track,
 }
 

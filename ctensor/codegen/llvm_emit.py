@@ -220,6 +220,11 @@ class _Emitter:
         for arg, p in zip(self.llfn.args, fn.params):
             arg.name = p.name
             self.vals[p] = arg
+            if isinstance(p.type, PtrType):
+                # inputs are only read and outputs live in kernel-allocated buffers and private
+                # argument cells, so no memory written through one pointer is reached through
+                # another: LLVM may keep loads of input buffers across output stores
+                arg.add_attribute("noalias")
         self.b = ir.IRBuilder(self.new_block("entry"))
         for v in mut_vars(fn.body):  # all allocas first, in the entry block, for mem2reg
             self.slots[v] = self.b.alloca(lltype(v.type), name=v.name + ".slot")

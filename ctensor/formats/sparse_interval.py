@@ -6,8 +6,14 @@ ids may overlap).  Child position = parent position (no ptr array).
 
 SparseInterval unfurls to Sequence[Phase(stop = left − ε, fill), Phase(stop = right, child),
 Phase(fill)]; SparsePoint to Sequence[Phase(stop = x, Spike(fill, child)), Phase(fill)].
+
+SparseInterval also has an integer mode (Finch's own SparseInterval: a contiguous range of ids per
+fiber, `shape` given); there a fiber may hold the empty range, so "ids lo..hi-1 of a data set" can
+describe zero candidates.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -15,7 +21,7 @@ from ..errors import FormatError
 from ..extents import Extent, SymLimit
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import F64, PtrType
+from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence, Spike
 from ..looplets.truncate import truncate
@@ -24,22 +30,29 @@ from .sparse_run_list import endpoints_ok
 
 
 class SparseInterval(Level):
-    """Exactly one interval per fiber over a real axis.
+    """Exactly one interval per fiber, over a real axis or (with `shape`) an integer axis.
 
     Parameters
     ----------
     child : Level
-    left, right : float64 arrays (one entry per parent position)
+    left, right : arrays, one entry per parent position: float64 on a real axis; int64 on an
+        integer axis, where the fiber holds the integers of the interval (`closed='left'`:
+        left..right-1) and `left == right` (closed='left') is the empty range
     closed : {'left', 'right', 'both', 'neither'} — homogeneous closedness ('left' = [a, b))
+    shape : int, optional — integer axis with coordinates 0..shape-1 (Finch's SparseInterval)
+
+    Raises FormatError (at validation) on NaN, a reversed or (real axis) empty interval, or an
+    integer range outside [0, shape-1].
     """
 
-    coord = "real"
-
-    def __init__(self, child: Level, left=None, right=None, closed="left"):
+    def __init__(self, child: Level, left=None, right=None, closed="left", shape=None):
         closed_eps(closed)
         self.child, self.closed = child, closed
-        self.left = None if left is None else as_array(left, "left", np.float64)
-        self.right = None if right is None else as_array(right, "right", np.float64)
+        self.coord = "real" if shape is None else "int"
+        self.shape = None if shape is None else int(shape)
+        dt = np.float64 if shape is None else np.int64
+        self.left = None if left is None else as_array(left, "left", dt)
+        self.right = None if right is None else as_array(right, "right", dt)
 
     @property
     def finite(self) -> bool:
@@ -47,14 +60,27 @@ class SparseInterval(Level):
         plain floats (an interval starting at -inf needs the extent's ε at run time)."""
         return self.left is not None and bool(np.isfinite(self.left).all())
 
+    @property
+    def unbounded(self) -> bool:
+        """Every interval starts at -inf (prefixes (-inf, t), as rank and count queries use): the
+        compiler then knows the start at compile time and drops the searches for it."""
+        return self.left is not None and len(self.left) > 0 and bool(np.isneginf(self.left).all())
+
     def format_key(self):
-        return ("SparseInterval", self.closed, self.finite, self.child.format_key())
+        if self.coord == "int":
+            return ("SparseInterval", "int", self.closed, self.child.format_key())
+        return ("SparseInterval", self.closed, self.finite, self.unbounded, self.child.format_key())
 
     def format_str(self):
         return f"SparseInterval({self.child.format_str()}, closed={self.closed!r})"
 
     def empty(self):
-        return SparseInterval(self.child.empty(), closed=self.closed)
+        return SparseInterval(self.child.empty(), closed=self.closed, shape=self.shape)
+
+    def _int_range(self):
+        """Inclusive integer bounds (lo, hi) of every fiber; hi = lo - 1 for an empty one."""
+        le, re = closed_eps(self.closed)
+        return self.left + le, self.right + re
 
     def has_data(self):
         return self.left is not None and self.child.has_data()
@@ -63,7 +89,8 @@ class SparseInterval(Level):
         return npos
 
     def arrays(self):
-        return [self.left, self.right] + self.child.arrays()
+        extra = [self.shape] if self.coord == "int" else []
+        return extra + [self.left, self.right] + self.child.arrays()
 
     def validate(self, npos, name):
         if self.left is None or self.right is None:
@@ -72,6 +99,18 @@ class SparseInterval(Level):
             if len(a) != npos:
                 raise FormatError(f"{name}.{nm}: expected {npos} endpoints, got {len(a)}")
             check_no_nan(a, f"{name}.{nm}")
+        if self.coord == "int":
+            lo, hi = self._int_range()
+            bad = np.flatnonzero(hi < lo - 1)
+            if bad.size:
+                k = int(bad[0])
+                raise FormatError(f"{name}: interval {k} is reversed (left {self.left[k]}, right {self.right[k]})")
+            bad = np.flatnonzero((hi >= lo) & ((lo < 0) | (hi >= self.shape)))
+            if bad.size:
+                k = int(bad[0])
+                raise FormatError(f"{name}: interval {k} = [{lo[k]}, {hi[k]}] is outside [0, {self.shape - 1}]")
+            self.child.validate(npos, name)
+            return
         le, re = closed_eps(self.closed)
         bad = np.flatnonzero(~endpoints_ok(self.left, le, self.right, re))
         if bad.size:
@@ -84,11 +123,20 @@ class SparseInterval(Level):
         return Limit(self.left[k].item(), le), Limit(self.right[k].item(), re)
 
     def eval(self, pos, coords):
+        if self.coord == "int":
+            lo, hi = (int(a[pos]) for a in self._int_range())
+            return self.child.eval(pos, coords[1:]) if lo <= coords[0] <= hi else self.fill
         lo, hi = self._limits(pos)
         x = Limit.of(coords[0])
         return self.child.eval(pos, coords[1:]) if lo <= x <= hi else self.fill
 
     def pieces(self, pos):
+        if self.coord == "int":                 # one piece per integer, as Dense lists them
+            lo, hi = (int(a[pos]) for a in self._int_range())
+            for i in range(lo, hi + 1):
+                for rest, v in self.child.pieces(pos):
+                    yield (i,) + rest, v
+            return
         for rest, v in self.child.pieces(pos):
             yield (self._limits(pos),) + rest, v
 
@@ -101,24 +149,45 @@ class SparseInterval(Level):
 
 class VSparseInterval:
     is_leaf = False
-    coord = "real"
 
     def __init__(self, ctx, lvl, name):
         self.lvl, self.name, self.fill = lvl, name, lvl.fill
-        self.left = ir.Read(ctx.param(name + "_left", PtrType(F64), ("read", lvl, "left")))
-        self.right = ir.Read(ctx.param(name + "_right", PtrType(F64), ("read", lvl, "right")))
+        self.coord = lvl.coord
+        ty = F64 if lvl.coord == "real" else I64
+        if lvl.coord == "int":
+            self.shape = ir.Read(ctx.param(name + "_shape", I64, ("shape", lvl, "shape")))
+        self.left = ir.Read(ctx.param(name + "_left", PtrType(ty), ("read", lvl, "left")))
+        self.right = ir.Read(ctx.param(name + "_right", PtrType(ty), ("read", lvl, "right")))
         self.child = lvl.child.virtualize(ctx, name + "c", "read")
 
     def extent(self):
+        if self.coord == "int":
+            return Extent.integer(b.i64(0), b.sub(self.shape, b.i64(1)))
         return Extent.real()
 
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         le, re = closed_eps(self.lvl.closed)
-        lo = SymLimit(ctx.let(b.load(self.left, pos), self.name + "_l"), b.i8(le), self.lvl.finite)
+        if self.coord == "int":
+            return self._unfurl_int(ctx, pos, le, re)
+        if self.lvl.unbounded:
+            lo = SymLimit.const(Limit(-math.inf, le))
+        else:
+            lo = SymLimit(ctx.let(b.load(self.left, pos), self.name + "_l"), b.i8(le), self.lvl.finite)
         hi = SymLimit(ctx.let(b.load(self.right, pos), self.name + "_r"), b.i8(re), True)
         fill = lambda ctx, e: Run(FillLeaf(self.fill))
         return Sequence([PhaseSpec(fill, stop=lambda ctx, e: Extent.real().minus_unit(lo)),
                          PhaseSpec(lambda ctx, e: Run(Fiber(self.child, pos)), stop=lambda ctx, e: hi),
+                         PhaseSpec(fill)])
+
+    def _unfurl_int(self, ctx, pos, le, re):
+        lo = ctx.let(b.add(b.load(self.left, pos), b.i64(le)), self.name + "_l")
+        before = ctx.let(b.sub(lo, b.i64(1)), self.name + "_b")
+        # an empty range (hi = lo - 1) makes the middle phase empty, never a step backwards
+        hi = ctx.let(b.maximum(b.add(b.load(self.right, pos), b.i64(re)), before), self.name + "_r")
+        fill = lambda ctx, e: Run(FillLeaf(self.fill))
+        return Sequence([PhaseSpec(fill, stop=lambda ctx, e: SymLimit(before, b.i8(0), True)),
+                         PhaseSpec(lambda ctx, e: Run(Fiber(self.child, pos)),
+                                   stop=lambda ctx, e: SymLimit(hi, b.i8(0), True)),
                          PhaseSpec(fill)])
 
 

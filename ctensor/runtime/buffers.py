@@ -1,7 +1,8 @@
-"""Kernel-grown buffers: copy them into numpy arrays and release them with libc `free`.
+"""Kernel-grown buffers: hand them to numpy without a copy, released with libc `free`.
 
 Kernels grow their outputs with libc `realloc` (DESIGN.md §5, variable-size outputs), so the memory
-belongs to the C allocator of this process; the same allocator frees it here.
+belongs to the C allocator of this process; the same allocator frees it when the last numpy array
+viewing it is collected.
 """
 from __future__ import annotations
 
@@ -13,17 +14,40 @@ import numpy as np
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
 _libc.free.argtypes = [ctypes.c_void_p]
 _libc.free.restype = None
+_libc.realloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.realloc.restype = ctypes.c_void_p
 
 
-def read_array(cell, n: int, dtype) -> np.ndarray:
-    """Copy the first n elements of the buffer described by a [address, capacity] cell."""
+class _CBuffer:
+    """Owner of one malloc'd buffer, exposed to numpy through the array interface; frees it when
+    numpy drops the last view (the owner is the arrays' `base`)."""
+
+    __slots__ = ("address", "__array_interface__")
+
+    def __init__(self, address: int, n: int, dtype: np.dtype):
+        self.address = address
+        self.__array_interface__ = {"data": (address, False), "shape": (n,), "typestr": dtype.str,
+                                    "version": 3}
+
+    def __del__(self):
+        _libc.free(ctypes.c_void_p(self.address))
+
+
+def adopt_array(cell, n: int, dtype) -> np.ndarray:
+    """The first n elements of the buffer of a [address, capacity] cell as a numpy array that owns
+    the buffer (no copy): the buffer is shrunk to n elements and the cell cleared, so the caller's
+    later `free(cell[0])` does nothing."""
     dtype = np.dtype(dtype)
     if n == 0:
         return np.zeros(0, dtype)
     if cell is None or int(cell[0]) == 0 or int(cell[1]) < n:
         raise RuntimeError(f"kernel output buffer holds fewer than {n} elements")
-    raw = (ctypes.c_char * (n * dtype.itemsize)).from_address(int(cell[0]))
-    return np.frombuffer(raw, dtype=dtype, count=n).copy()
+    address = int(cell[0])
+    if int(cell[1]) > n:                     # give back the doubling slack (in place, usually)
+        shrunk = _libc.realloc(ctypes.c_void_p(address), n * dtype.itemsize)
+        address = shrunk or address
+    cell[0], cell[1] = 0, 0
+    return np.asarray(_CBuffer(address, n, dtype))
 
 
 def free(address: int):

@@ -32,7 +32,7 @@ from ..lower.lowerer import lower
 from ..lower.nest import loop_nest
 from ..lower.notation import Access, Call, Idx, Lit, ScalarOut, Val
 from ..lower.ops import to_ir
-from .buffers import free, read_array
+from .buffers import adopt_array, free
 
 _NP = {"bool": np.bool_, "int": np.int64, "float": np.float64}
 _IR = {"bool": I8, "int": I64, "float": F64}
@@ -242,18 +242,18 @@ class Kernel:
             if isinstance(lvl, Pattern):
                 return Pattern()
             if isinstance(lvl, Element):
-                return Element(lvl.fill, val=read_array(cell("val"), npos, _NP[lvl.kind]), dtype=_NP[lvl.kind])
+                return Element(lvl.fill, val=adopt_array(cell("val"), npos, _NP[lvl.kind]), dtype=_NP[lvl.kind])
             if isinstance(lvl, Dense):
                 n = shape_of(depth)
                 return Dense(build(lvl.child, depth + 1, npos * n), n)
-            ptr = read_array(cell("ptr"), npos + 1, np.int64)
+            ptr = adopt_array(cell("ptr"), npos + 1, np.int64)
             nnz = int(ptr[-1])
             if isinstance(lvl, SparseList):
-                idx = read_array(cell("idx"), nnz, np.float64 if lvl.coord == "real" else np.int64)
+                idx = adopt_array(cell("idx"), nnz, np.float64 if lvl.coord == "real" else np.int64)
                 shape = shape_of(depth) if lvl.coord == "int" else None
                 return SparseList(build(lvl.child, depth + 1, nnz), ptr, idx, shape=shape, real=lvl.coord == "real")
             if isinstance(lvl, SparseRunList):
-                arrs = {a: read_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
+                arrs = {a: adopt_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
                                                                      ("left_eps", np.int8), ("right_eps", np.int8))}
                 child = build(lvl.child, depth + 1, nnz)
                 return homogenize(SparseRunList(child, ptr, arrs["left"], arrs["right"], None,

@@ -206,10 +206,11 @@ def _rows(data: bool):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(qrows=_rows(data=False), drows=_rows(data=True))
-def test_property_against_bedtools(qrows, drows):
+@given(qrows=_rows(data=False), drows=_rows(data=True), plan=st.sampled_from(["window", "ranks"]))
+def test_property_against_bedtools(qrows, drows, plan):
     q, d = bed(qrows), bed(drows)
     idx = g.index(d)
+    idx.pair_plan = plan
     for op in ["count_overlaps", "overlap", "coverage", "intersect", "subtract"]:
         check(op, q, idx, d=d)
 
@@ -276,6 +277,44 @@ def test_bad_bed_file(tmp_path, text, words, side):
         g.index(str(path))
     with pytest.raises(ctensor.FormatError, match="line"):
         g.merge(str(path))
+
+
+# ------------------------------------------------------------------------------------ pair plans
+@pytest.fixture(params=["window", "ranks"])
+def pair_plan(request, monkeypatch):
+    """Pin the plan of overlap/intersect (see genome_index.EINSUMS) for every index built."""
+    from ctensor.apps import genome_index
+    monkeypatch.setattr(genome_index, "RANK_PLAN_AT", 0.0 if request.param == "ranks" else np.inf)
+    return request.param
+
+
+@pytest.mark.parametrize("op", ["overlap", "intersect"])
+@pytest.mark.parametrize("case", list(EDGE))
+def test_pair_plans_edge_cases(case, op, pair_plan):
+    q, d = (bed(rows) for rows in EDGE[case])
+    check(op, q, d)
+
+
+@pytest.mark.parametrize("op", ["overlap", "intersect"])
+@pytest.mark.parametrize("query, data", [(GERP, EXONS), (EXONS, GERP)], ids=["gerp-exons", "exons-gerp"])
+def test_pair_plans_real_tracks(op, query, data, pair_plan):
+    check(op, frame(query), g.index(frame(data)))
+
+
+@pytest.mark.parametrize("name", ["L100", "L10000"])
+def test_pair_plans_synthetic(name, pair_plan):
+    q, d, _ = synth(name)
+    idx = g.index(d)
+    check("overlap", q, idx, d=d)
+    assert idx._pair_plan(*idx.genome(None, [1], [2])[:2]) == pair_plan
+
+
+def test_pair_plan_cost_model_picks_ranks_for_crowded_windows():
+    q, d, idx = synth("L10000")            # ~20 candidates per query
+    sparse = synth("L100")[2]              # ~0.2
+    gs, ge, _ = idx.genome(None, q["start"], q["end"])
+    assert idx._pair_plan(gs, ge) == "ranks"
+    assert sparse._pair_plan(gs[:10], gs[:10] + 100) == "window"
 
 
 # ------------------------------------------------------------------------------------ kernel reuse

@@ -218,7 +218,7 @@ class GenomeIndex:
         if plan == "window":
             return dict(W=_intervals(gs - self.maxlen, ge, "left"), S=self.S, Q=Q, D=self.D)
         lo, hi = self._rank(gs - self.maxlen, "both"), self._rank(ge, "left")
-        R = Tensor(Dense(SparseInterval(Pattern(), lo, hi, "left", shape=max(self.n, 1)), len(gs)),
+        R = Tensor(Dense(SparseInterval(Pattern(), lo, hi, "left", shape=self.n), len(gs)),
                    name="R", validate=False)
         return dict(R=R, Q=Q, D=self.D)
 

@@ -147,12 +147,12 @@ class Extent:
     def plus_unit(self, x: SymLimit) -> SymLimit:
         if self.continuous:
             return SymLimit(x.v, _sat_add(x.e, 1), x.finite)
-        return SymLimit(b.add(x.v, b.i64(1)), x.e)
+        return SymLimit(b.add(x.v, b.i64(1)), x.e, x.finite)
 
     def minus_unit(self, x: SymLimit) -> SymLimit:
-        if self.continuous:
-            return SymLimit(x.v, _sat_add(x.e, -1))
-        return SymLimit(b.sub(x.v, b.i64(1)), x.e)
+        if self.continuous:      # same value: a finite value stays finite
+            return SymLimit(x.v, _sat_add(x.e, -1), x.finite)
+        return SymLimit(b.sub(x.v, b.i64(1)), x.e, x.finite)
 
     def with_bounds(self, start: SymLimit, stop: SymLimit) -> "Extent":
         return Extent(start, stop, self.continuous)

@@ -14,6 +14,7 @@ describe zero candidates.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import numpy as np
 
@@ -54,17 +55,20 @@ class SparseInterval(Level):
         self.left = None if left is None else as_array(left, "left", dt)
         self.right = None if right is None else as_array(right, "right", dt)
 
-    @property
+    # the two facts below scan `left`; levels are immutable once built, so each is computed once
+
+    @cached_property
     def finite(self) -> bool:
         """Every left endpoint is above -inf: a compile-time fact that lets the compiler compare
         plain floats (an interval starting at -inf needs the extent's ε at run time)."""
-        return self.left is not None and bool(np.isfinite(self.left).all())
+        return self.left is not None and self.coord == "real" and bool(np.isfinite(self.left).all())
 
-    @property
+    @cached_property
     def unbounded(self) -> bool:
         """Every interval starts at -inf (prefixes (-inf, t), as rank and count queries use): the
         compiler then knows the start at compile time and drops the searches for it."""
-        return self.left is not None and len(self.left) > 0 and bool(np.isneginf(self.left).all())
+        return (self.left is not None and self.coord == "real" and len(self.left) > 0
+                and bool(np.isneginf(self.left).all()))
 
     def format_key(self):
         if self.coord == "int":

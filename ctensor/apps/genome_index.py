@@ -13,9 +13,11 @@ float64).  Query intervals on chromosomes absent from the data go to an empty re
 one.  At most `MAX_CHROMS` chromosomes can be indexed.
 
 Index formats (built once per data set, `GenomeIndex`; build time in `build_seconds`):
-- `S[x, j]`  the interval starts as pinpoints (SparseList x -> SparseList j -> Pattern), j = rank of
-  the interval in start order: a counting reduction over x in an extent collapses to a position
-  difference after two finger searches (`ctensor.looplets.count`);
+- `S[x, j]`  the interval starts as pinpoints, j = rank of the interval in start order: SparseList
+  over the distinct starts -> integer SparseInterval (the tiled range of ranks starting there, one
+  shared offsets array) -> Pattern, 16 bytes per interval.  A counting reduction over x in an
+  extent collapses to a difference of two offsets after two finger searches
+  (`ctensor.looplets.count`);
 - `E[x, j]`  the interval ends as pinpoints, same format;
 - `D[j, x]`  the intervals in start order, one interval per j (Dense -> SparseInterval -> Pattern);
 - `Depth[x]` the depth track: how many intervals cover x (SparseRunList -> Element(int)), the
@@ -131,6 +133,7 @@ class GenomeIndex:
         self.n = len(gs)
         self.kernels = {}
         self._parts = {}
+        self._ninf_cache = np.empty(0)
         self.build_seconds = time.perf_counter() - t0
         for op in (PARTS if ops is None else ops):
             for part in PARTS[op]:
@@ -162,9 +165,8 @@ class GenomeIndex:
         start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
         if start.shape != end.shape:
             raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
-        bad = np.flatnonzero((start < 0) | (end < start))
-        if bad.size:
-            k = int(bad[0])
+        if start.size and (start.min() < 0 or (end < start).any()):
+            k = int(np.flatnonzero((start < 0) | (end < start))[0])
             raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) has a negative start or ends before it starts")
         s, e, zero = widen(start, end)
         if chrom is None:
@@ -189,8 +191,15 @@ class GenomeIndex:
         """Number of data intervals overlapping each query (`bedtools intersect -c`), int64 (n,)."""
         return self._count(*self.genome(chrom, start, end)[:2])
 
+    def _ninf(self, n):
+        """A read-only array of n -inf (the starts of prefix intervals), reused across calls."""
+        if self._ninf_cache.shape[0] < n:
+            self._ninf_cache = np.full(n, -np.inf)
+            self._ninf_cache.flags.writeable = False
+        return self._ninf_cache[:n]
+
     def _count(self, gs, ge):
-        ninf = np.full(len(gs), -np.inf)
+        ninf = self._ninf(len(gs))
         before_end = _intervals(ninf, ge, "left")          # x < qe
         upto_start = _intervals(ninf, gs, "both")          # x <= qs
         C = self._run("count", A=before_end, S=self.S, B=upto_start, E=self.E)
@@ -198,7 +207,7 @@ class GenomeIndex:
 
     def _rank(self, t, closed):
         """#(data starts in (-inf, t)) (closed='left') or (-inf, t] ('both'), per entry of t."""
-        A = _intervals(np.full(len(t), -np.inf), t, closed)
+        A = _intervals(self._ninf(len(t)), t, closed)
         N = self._run("rank_" + closed, "rank", A=A, S=self.S)
         return np.asarray(N.level.child.val, np.int64)
 
@@ -349,13 +358,32 @@ def _depth_track(gs: np.ndarray, ge: np.ndarray) -> Tensor:
     return Tensor(lvl, name="Depth")
 
 
+def _sorted_points(x: np.ndarray) -> Tensor:
+    """P[x, j] over sorted coordinates x (j = position in x): SparseList over the distinct
+    coordinates, each owning a tiled range of ids (integer SparseInterval, one shared array of
+    offsets) -> Pattern.  16 bytes per distinct coordinate, where `points` stores an id array too."""
+    n = len(x)
+    first = np.flatnonzero(np.r_[True, x[1:] != x[:-1]]) if n else np.zeros(0, np.int64)
+    cum = np.append(first, n).astype(np.int64)           # ids of coordinate k: cum[k] .. cum[k+1]-1
+    ids = SparseInterval(Pattern(), cum[:-1], cum[1:], "left", shape=n)
+    return Tensor(SparseList(ids, np.array([0, len(first)], np.int64), x[first]), name="points", validate=False)
+
+
 _BUILD = {  # index tensor name -> build(sorted starts, ends on the genome axis)
-    "S": lambda gs, ge: points(gs[:, None]),
-    "E": lambda gs, ge: points(np.sort(ge)[:, None]),
+    "S": lambda gs, ge: _sorted_points(gs),
+    "E": lambda gs, ge: _sorted_points(np.sort(ge)),
     "D": lambda gs, ge: _intervals(gs, ge, "left"),
     "Depth": _depth_track,
 }
 
 
 def _tensor_bytes(t: Tensor) -> int:
-    return sum(a.nbytes for a in t.level.arrays() if isinstance(a, np.ndarray))
+    """Bytes of the tensor's arrays, each buffer counted once (views of one array share it)."""
+    seen, total = set(), 0
+    for a in t.level.arrays():
+        if isinstance(a, np.ndarray):
+            base = a.base if a.base is not None else a
+            if id(base) not in seen:
+                seen.add(id(base))
+                total += base.nbytes
+    return total

@@ -70,9 +70,19 @@ class SparseInterval(Level):
         return (self.left is not None and self.coord == "real" and len(self.left) > 0
                 and bool(np.isneginf(self.left).all()))
 
+    @cached_property
+    def tiled(self) -> bool:
+        """Integer ranges that tile 0..n-1 in order (fiber p holds left[p]..right[p]-1 and the next
+        fiber starts where it ends): "the ids stored under each coordinate" of a sorted list, with
+        no id array.  Then the ids below a fiber are right[p-1], which lets a counting reduction
+        over a parent level collapse to a difference of two loads (`ctensor.looplets.count`)."""
+        if self.coord != "int" or self.left is None or self.closed != "left" or not len(self.left):
+            return False
+        return bool(self.left[0] == 0 and (self.left[1:] == self.right[:-1]).all())
+
     def format_key(self):
         if self.coord == "int":
-            return ("SparseInterval", "int", self.closed, self.child.format_key())
+            return ("SparseInterval", "int", self.closed, self.tiled, self.child.format_key())
         return ("SparseInterval", self.closed, self.finite, self.unbounded, self.child.format_key())
 
     def format_str(self):
@@ -168,6 +178,19 @@ class VSparseInterval:
         if self.coord == "int":
             return Extent.integer(b.i64(0), b.sub(self.shape, b.i64(1)))
         return Extent.real()
+
+    @property
+    def leaf_count(self):
+        """f(ctx, pos): leaves stored in fibers 0..pos-1 (right[pos-1], or 0) when the ranges are
+        tiled and every leaf is true; None otherwise."""
+        if not (self.lvl.tiled and getattr(self.child, "leaf_count", None) is not None and self.fill in (0, False)):
+            return None
+
+        def count(ctx, pos):
+            n = ctx.mut(I64, b.i64(0), self.name + "_below")
+            ctx.if_(b.lt(b.i64(0), pos), lambda: ctx.assign(n, b.load(self.right, b.sub(pos, b.i64(1)))))
+            return ctx.let(ir.Read(n), self.name + "_n")
+        return count
 
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         le, re = closed_eps(self.lvl.closed)

@@ -456,8 +456,13 @@ def _peak_rss_child(op, peer, name):
     rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB on Linux
     if peer == "numba":
         warmup()
+    if peer == "ctensor":
+        build, query = _ctensor_peer(op)
+        sq, sd = synthetic(10, n=50, seed=1)
+        query(build(sd), Query(sq, *_se(sq)))       # compile outside the measurement
+    else:
+        build, query = PEERS[op][peer]
     q, d = dataset(name)
-    build, query = PEERS[op][peer]
     idx = build(d)
     before = rss()
     out = query(idx, q)
@@ -476,10 +481,18 @@ def peak_rss(op, peer, name):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _ctensor_peer(op):
+    """(build, query) of ctensor.apps.genomics for the memory helper, index limited to `op`."""
+    from ctensor.apps import genomics
+    name = {"count": "count_overlaps", "join": "overlap", "coverage": "coverage"}[op]
+    return (lambda d: genomics.index(d, ops=(name if op != "join" else "overlap",)),
+            lambda idx, q: getattr(idx, name)(q.start, q.end))
+
+
 def peak_rss_join_ncls(L=100_000):
     return peak_rss("join", "ncls", f"L{L}")
 
 
 if __name__ == "__main__":  # python benchmarks/genomics_peers.py [L]: join memory, NCLS vs numba
-    for p in ("ncls", "numba"):
+    for p in ("ncls", "numba", "ctensor"):
         print(json.dumps(peak_rss("join", p, f"L{int(sys.argv[1]) if sys.argv[1:] else 100_000}")))

@@ -164,3 +164,26 @@ def test_prefix_intervals_count_matches_oracle(ends, S, closed, mixed):
     assert [int(g) for g in got] == [ref.at(i) for i in range(len(got))]
     if ends and not mixed:
         assert "S_lo" not in k.ir                    # no search for the start
+
+
+@SETTINGS
+@given(interval_set(), st.lists(st.integers(-8, 14), max_size=12), st.booleans())
+def test_count_collapse_through_tiled_id_ranges(Q, xs, tile):
+    """S[x, j] as SparseList -> integer SparseInterval of the ids at each coordinate (the genome
+    index layout): tiled ranges collapse to a difference of offsets; untiled ones (a gap) must
+    not, and both agree with the oracle."""
+    x = np.sort(np.asarray(xs, float))
+    first = np.flatnonzero(np.r_[True, x[1:] != x[:-1]]) if len(x) else np.zeros(0, np.int64)
+    cum = np.append(first, len(x)).astype(np.int64)
+    left, right = cum[:-1], cum[1:]
+    if not tile and len(left):
+        left, right = left + 1, right + 1                  # ids shifted by one: not tiled from 0
+    ids = ct.SparseInterval(ct.Pattern(), left, right, "left", shape=len(x) + 1)
+    S = ct.Tensor(ct.SparseList(ids, np.array([0, len(first)]), x[first]))
+    if Q.levels()[0].shape == 0:
+        return
+    k = ct.compile(COUNT, Q=Q, S=S)
+    assert ("S_count" in k.ir) == (tile and len(x) > 0)
+    got = k(Q=Q, S=S).to_numpy()
+    ref = oracle(COUNT, Q=Q, S=S)
+    assert [int(g) for g in got] == [ref.at(i) for i in range(len(got))]

@@ -38,8 +38,6 @@ from .. import (
     SparseInterval,
     SparseRunList,
     Tensor,
-    interval_set,
-    points,
 )
 from .. import compile as ct_compile
 from ..errors import FormatError
@@ -60,7 +58,7 @@ EINSUMS = {
     # rank of a coordinate among the data starts: #(starts in A[i] = (-inf, t)) or (-inf, t]
     "rank": "N[i] = A[i, x] * S[x, j] * d(x, j; counting, counting)",
     # pairs, two plans for one answer (`GenomeIndex.pair_plan`).  "window": data starting in the
-    # query's window W[i] = (qs - maxlen, qe) whose interval meets the query's, in one pass;
+    # query's window W[i] = [qs - maxlen, qe) whose interval meets the query's, in one pass;
     # "ranks": the same candidates as a range of ranks R[i, j] = [rank(qs - maxlen), rank(qe))
     # from two "rank" calls, then a dense loop over the range (faster when windows are crowded)
     "overlap": "O[i, j] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s, x; boolean, boolean)",

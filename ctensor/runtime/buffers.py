@@ -29,8 +29,9 @@ class _CBuffer:
         self.__array_interface__ = {"data": (address, False), "shape": (n,), "typestr": dtype.str,
                                     "version": 3}
 
-    def __del__(self):
-        _libc.free(ctypes.c_void_p(self.address))
+    def __del__(self, _free=_libc.free, _ptr=ctypes.c_void_p):
+        # bound at definition: module globals may already be gone at interpreter shutdown
+        _free(_ptr(self.address))
 
 
 def adopt_array(cell, n: int, dtype) -> np.ndarray:

@@ -485,7 +485,7 @@ def _ctensor_peer(op):
     """(build, query) of ctensor.apps.genomics for the memory helper, index limited to `op`."""
     from ctensor.apps import genomics
     name = {"count": "count_overlaps", "join": "overlap", "coverage": "coverage"}[op]
-    return (lambda d: genomics.index(d, ops=(name if op != "join" else "overlap",)),
+    return (lambda d: genomics.index(d, ops=(name,)),
             lambda idx, q: getattr(idx, name)(q.start, q.end))
 
 

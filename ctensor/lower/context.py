@@ -13,6 +13,10 @@ from ..ir import nodes as ir
 from ..ir.types import I1, I64, PtrType, ScalarType
 
 
+# positions a forward search from a finger scans one by one before it gallops
+SCAN = 4
+
+
 class Context:
     def __init__(self):
         self.params: list[ir.Var] = []
@@ -121,22 +125,28 @@ class Context:
         (Finch's `scansearch`).  Every probe index is < hi, so no load leaves the buffer."""
         step = self.mut(I64, b.i64(1), hint + "_step")
         low = self.mut(I64, lo, hint + "_lo")
-        go = self.mut(I1, b.TRUE, hint + "_go")
-        with self.block() as body:
-            probe = self.let(b.add(ir.Read(low), ir.Read(step)), hint + "_probe")
 
-            def inside():
-                def advance():
-                    self.assign(low, probe)
-                    self.assign(step, b.add(ir.Read(step), ir.Read(step)))
-                self.if_(key_ge(probe), lambda: self.assign(go, b.FALSE), advance)
-            self.if_(b.lt(probe, hi), inside, lambda: self.assign(go, b.FALSE))
-        self.emit(ir.While(ir.Read(go), body))
+        def advance(probe):
+            self.assign(low, probe)
+            self.assign(step, b.add(ir.Read(step), ir.Read(step)))
+        self._probe_loop(hint, lambda: b.add(ir.Read(low), ir.Read(step)), lambda q: b.lt(q, hi),
+                         lambda q: b.lnot(key_ge(q)), advance)
         high = self.mut(I64, b.minimum(b.add(ir.Read(low), ir.Read(step)), hi), hint + "_hi")
         # key is false at every position low moved to; only the unchecked start may hold
         self.if_(key_ge(ir.Read(low)), lambda: self.assign(high, ir.Read(low)))
         self._bisect(key_ge, low, high, hint + "_mid")
         return self.let(ir.Read(high), hint + "_found")
+
+    def _probe_loop(self, hint, probe_of, in_bounds, keep_going, advance):
+        """while in_bounds(probe) and keep_going(probe): advance(probe), with probe = probe_of()
+        recomputed each round: the loop shape of every scan and gallop below."""
+        go = self.mut(I1, b.TRUE, hint + "_go")
+        with self.block() as body:
+            probe = self.let(probe_of(), hint + "_probe")
+            self.if_(in_bounds(probe),
+                     lambda: self.if_(keep_going(probe), lambda: advance(probe), lambda: self.assign(go, b.FALSE)),
+                     lambda: self.assign(go, b.FALSE))
+        self.emit(ir.While(ir.Read(go), body))
 
     def _bisect(self, key_ge, low, high, hint):
         """Binary search between mutable bounds: the answer is in [low, high] and key(high) is
@@ -163,13 +173,8 @@ class Context:
             h = self.let(b.maximum(lo, b.minimum(ir.Read(finger), hi)), hint + "_h")
             near = self.let(b.minimum(b.add(h, b.i64(SCAN)), hi), hint + "_near")
             p = self.mut(I64, h, hint + "_p")
-            go = self.mut(I1, b.TRUE, hint + "_sgo")
-            with self.block() as body:
-                def check():
-                    self.if_(key_ge(ir.Read(p)), lambda: self.assign(go, b.FALSE),
-                             lambda: self.assign(p, b.add(ir.Read(p), b.i64(1))))
-                self.if_(b.lt(ir.Read(p), near), check, lambda: self.assign(go, b.FALSE))
-            self.emit(ir.While(ir.Read(go), body))
+            self._probe_loop(hint + "_s", lambda: ir.Read(p), lambda q: b.lt(q, near),
+                             lambda q: b.lnot(key_ge(q)), lambda q: self.assign(p, b.add(q, b.i64(1))))
             self.assign(res, ir.Read(p))
             # did not move and the previous position already qualifies: the answer is behind h
             prev = self.let(b.maximum(b.sub(h, b.i64(1)), lo), hint + "_prev")   # in [lo, hi)
@@ -187,17 +192,12 @@ class Context:
         false (or lo), then binary search between."""
         high = self.mut(I64, h, hint + "_bh")
         step = self.mut(I64, b.i64(1), hint + "_bs")
-        go = self.mut(I1, b.TRUE, hint + "_bgo")
-        with self.block() as body:
-            probe = self.let(b.sub(ir.Read(high), ir.Read(step)), hint + "_bp")
 
-            def inside():
-                def retreat():
-                    self.assign(high, probe)
-                    self.assign(step, b.add(ir.Read(step), ir.Read(step)))
-                self.if_(key_ge(probe), retreat, lambda: self.assign(go, b.FALSE))
-            self.if_(b.le(lo, probe), inside, lambda: self.assign(go, b.FALSE))
-        self.emit(ir.While(ir.Read(go), body))
+        def retreat(probe):
+            self.assign(high, probe)
+            self.assign(step, b.add(ir.Read(step), ir.Read(step)))
+        self._probe_loop(hint + "_b", lambda: b.sub(ir.Read(high), ir.Read(step)), lambda q: b.le(lo, q),
+                         key_ge, retreat)
         # key is true at high (or high is the original bound); false at high - step or below lo
         low = self.mut(I64, b.maximum(lo, b.add(b.sub(ir.Read(high), ir.Read(step)), b.i64(1))), hint + "_bl")
         self._bisect(key_ge, low, high, hint + "_bm")
@@ -207,10 +207,6 @@ class Context:
     def statements(self) -> list:
         assert len(self._stack) == 1
         return self._stack[0]
-
-
-# positions a forward search from a finger scans one by one before it gallops
-SCAN = 4
 
 
 class GrowBuffer:

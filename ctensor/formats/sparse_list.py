@@ -199,6 +199,30 @@ class VSparseList:
                                  self._finger(ctx, "hi"), n + "_hi")
             return ctx.let(b.sub(self.child.leaf_count(ctx, hi), self.child.leaf_count(ctx, lo)), n + "_count")
 
+        def extremum(ctx, e, which):
+            """Is a leaf stored at a coordinate in e, and the first/last such coordinate: two finger
+            searches, then (for a child whose fibers may be empty) a skip over empty subtrees."""
+            at = lambda k: self._lim(b.load(self.idx, k))
+            q0 = ctx.let(ir.Read(st["q"]), n + "_q0")
+            lo = ctx.search_near(lambda k: lim_le(e.start, at(k)), q0, st["q_stop"], self._finger(ctx, "lo"), n + "_lo")
+            hi = ctx.search_near(lambda k: b.lnot(lim_le(at(k), e.stop)), lo, st["q_stop"],
+                                 self._finger(ctx, "hi"), n + "_hi")
+            k = ctx.mut(I64, lo if which == "first" else b.sub(hi, b.i64(1)), n + "_ext")
+            if self.child.is_leaf:
+                found = ctx.let(b.lt(lo, hi), n + "_found")
+            else:
+                cnt = self.child.leaf_count
+                found = ctx.let(b.lt(cnt(ctx, lo), cnt(ctx, hi)), n + "_found")
+                # skip stored coordinates with no leaf below; `found` bounds the walk inside [lo, hi)
+                empty = lambda q: b.eq(cnt(ctx, b.add(q, b.i64(1))), cnt(ctx, q))
+                step = b.i64(1 if which == "first" else -1)
+                ctx.if_(found, lambda: ctx._probe_loop(
+                    n + "_skip", lambda: ir.Read(k), lambda q: b.land(b.le(lo, q), b.lt(q, hi)), empty,
+                    lambda q: ctx.assign(k, b.add(q, step))))
+            c = ctx.mut(self.cty, b.const(0, self.cty), n + "_extc")
+            ctx.if_(found, lambda: ctx.assign(c, b.load(self.idx, ir.Read(k))))
+            return found, ctx.let(ir.Read(c), n + "_extremum")
+
         def step_preamble(ctx):
             st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
             st["c"] = ctx.let(b.load(self.idx, st["qv"]), n + "_c")
@@ -209,7 +233,8 @@ class VSparseList:
         stepper = Stepper(seek=seek, preamble=step_preamble,
                           stop=lambda ctx: self._lim(st["c"]),
                           chunk=lambda ctx: Spike(FillLeaf(self.fill), Fiber(self.child, st["qv"])),
-                          next=nxt, stop_eps=0, count=count if self.leaf_count is not None else None)
+                          next=nxt, stop_eps=0, count=count if self.leaf_count is not None else None,
+                          extremum=extremum if self.leaf_count is not None else None)
         body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
                          PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
         return Thunk(body, preamble=preamble)

@@ -202,6 +202,10 @@ def _expr(node, text):
             return ECall("not", (_expr(node.operand, text),))
         if isinstance(node.op, ast.UAdd):
             return _expr(node.operand, text)
+    if isinstance(node, ast.IfExp):
+        # `a if c else b` (Finch's ifelse): the masked value of a (min,+) or (max,*) reduction,
+        # e.g. `(x if S[x, j] else inf)`; only the taken branch is evaluated
+        return ECall("ifelse", (_expr(node.test, text), _expr(node.body, text), _expr(node.orelse, text)))
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP:
         return ECall(_CMP[type(node.ops[0])], (_expr(node.left, text), _expr(node.comparators[0], text)))
     if isinstance(node, ast.BoolOp):

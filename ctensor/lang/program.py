@@ -72,6 +72,8 @@ def value_kind(e, tensors, scalars, kinds=None) -> str:
     if isinstance(e, EIndex):
         return "int" if kinds and kinds.get(e.name) == "int" else "float"
     ks = [value_kind(a, tensors, scalars, kinds) for a in e.args]
+    if e.op == "ifelse":
+        return max(ks[1:], key=RANK.get)
     if e.op in ("lt", "le", "gt", "ge", "eq", "ne", "not"):
         return "bool"
     if e.op in ("/", "sqrt"):

@@ -123,6 +123,9 @@ class Stepper(Looplet):
     stop_eps             the compile-time ε of every chunk stop, or None when it varies
     count(ctx, ext) -> i64  number of (all-true) leaves stored in ext, when the level can tell by
                          positions alone (see `ctensor.looplets.count`); None otherwise
+    extremum(ctx, ext, which) -> (i1, coord)  whether a leaf is stored at a coordinate in ext, and
+                         the first ('first') or last ('last') such coordinate, by searches alone
+                         (see `ctensor.looplets.extremum`); None when the level cannot tell
     """
     seek: Callable
     preamble: Callable
@@ -131,6 +134,7 @@ class Stepper(Looplet):
     next: Callable
     stop_eps: Optional[int] = None
     count: Optional[Callable] = None
+    extremum: Optional[Callable] = None
     kind = "stepper"
 
 

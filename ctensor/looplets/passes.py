@@ -16,6 +16,7 @@ from ..ir.types import I8
 from ..lower.lowerer import at_index, lower, resolve
 from ..lower.notation import Loop, map_accesses
 from .count import try_count_collapse
+from .extremum import try_extremum_collapse
 from .nodes import AcceptRun, Lookup, Phase, Run, Sequence, Spike, Stepper, Switch, Thunk
 from .truncate import truncate
 
@@ -132,7 +133,8 @@ def stepper_pass(ctx, loop):
     stop; a stepper whose chunk ends there advances (digest §2.3, Fig. 1(e) of the paper)."""
     ext = loop.ext
     steppers = _accesses(loop, Stepper)
-    if len(steppers) == 1 and try_count_collapse(ctx, loop, steppers[0]):
+    if len(steppers) == 1 and (try_count_collapse(ctx, loop, steppers[0])
+                               or try_extremum_collapse(ctx, loop, steppers[0])):
         return
     iv = ctx.mut(ext.start.v.type, ext.start.v, loop.idx)
     ie, const_e = None, b.i8(0)

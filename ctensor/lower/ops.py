@@ -49,6 +49,8 @@ def kind(node) -> str:
     if isinstance(node, Call):
         ks = [kind(a) for a in node.args]
         op = node.op
+        if op == "ifelse":
+            return max(ks[1:], key=RANK.get)
         if op in COMPARE or op == "not":
             return "bool"
         if op in ("/", "sqrt", "wmul"):
@@ -112,6 +114,9 @@ def _call(ctx, node, k):
             return b.select(to_ir(ctx, args[1]), w, b.f64(0.0))
         x = ctx.let(to_ir(ctx, args[1], "float"), "val")
         return b.select(b.eq(x, b.f64(0.0)), b.f64(0.0), b.mul(w, x))
+    if op == "ifelse":
+        c, x, y = args
+        return b.select(to_ir(ctx, c, "bool"), to_ir(ctx, x, k), to_ir(ctx, y, k))
     if op in COMPARE:
         ak = max((kind(a) for a in args), key=RANK.get)
         x, y = (to_ir(ctx, a, ak) for a in args)

@@ -2,7 +2,8 @@
 
 Rules, as data where they are data:
 * fill leaves become literals; a fully indexed leaf value becomes a `Val`;
-* constant folding of calls whose arguments are all literals;
+* constant folding of calls whose arguments are all literals; `a if c else b` with a constant c
+  is the taken branch (so a masked (min,+) value over a fill region is +inf, then a no-op);
 * annihilators (x*0 → 0, x & false → false, x | true → true) — not IEEE: 0·inf is 0 here, as in
   Finch (digest pitfall 13);
 * identities (x*1, x+0, x & true, x | false, min(x, +inf), max(x, -inf));
@@ -72,6 +73,13 @@ def simplify_expr(node):
         return node
     args = tuple(simplify_expr(a) for a in node.args)
     op = node.op
+    if op == "ifelse":
+        c, x, y = args
+        if isinstance(c, Lit):
+            return x if c.value else y
+        if isinstance(x, Lit) and isinstance(y, Lit) and x.value == y.value and type(x.value) is type(y.value):
+            return x
+        return Call(op, args)
     if all(isinstance(a, Lit) for a in args):
         folded = _fold(op, args)
         if folded is not None:

@@ -9,6 +9,7 @@ Operator meaning (scalar, IEEE-754 double arithmetic, no Python exceptions):
   ``& |``, ``and or``, ``not``                        logical, on the truth value of the operands
   ``< <= > >= == !=`` (chains allowed)               comparisons -> bool
   ``min(a, b, ..)``, ``max(a, b, ..)``                NaN propagates; bool if all args are bool
+  ``a if c else b``                                   only the taken branch is evaluated
 """
 from __future__ import annotations
 
@@ -98,6 +99,9 @@ def eval_expr(node, access_value, index_value):
         return access_value(node)
     if isinstance(node, IndexRef):
         return index_value(node.name)
+    if isinstance(node, Op) and node.op == "ifelse":
+        c, a, b = node.args
+        return eval_expr(a if eval_expr(c, access_value, index_value) else b, access_value, index_value)
     if isinstance(node, Op):
         return OPS[node.op](*[eval_expr(a, access_value, index_value) for a in node.args])
     raise TypeError(f"not an expression node: {node!r}")

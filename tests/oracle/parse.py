@@ -10,6 +10,7 @@ are scalars passed by name, or a constant.  Outside brackets, names are scalars 
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass
 
@@ -101,7 +102,11 @@ class _Converter:
             if isinstance(node.value, (int, float)):
                 return Const(float(node.value))
             raise ValueError(f"unsupported constant {node.value!r}")
+        if isinstance(node, ast.IfExp):
+            return Op("ifelse", (self.expr(node.test), self.expr(node.body), self.expr(node.orelse)))
         if isinstance(node, ast.Name):
+            if node.id == "inf" and "inf" not in self.scalars:
+                return Const(math.inf)
             if node.id in self.scalars:
                 return Const(float(self.scalars[node.id]))
             return IndexRef(node.id)
@@ -158,7 +163,11 @@ class _Converter:
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
                 and not isinstance(node.value, bool):
             return {}, float(node.value)
+        if isinstance(node, ast.IfExp):
+            return Op("ifelse", (self.expr(node.test), self.expr(node.body), self.expr(node.orelse)))
         if isinstance(node, ast.Name):
+            if node.id == "inf" and "inf" not in self.scalars:
+                return Const(math.inf)
             if node.id in self.scalars:
                 return {}, float(self.scalars[node.id])
             return {node.id: 1.0}, 0.0

@@ -40,7 +40,7 @@ def read_bt(bt: pybedtools.BedTool, names, dtypes=None) -> pd.DataFrame:
     """Read a bedtools result file with explicit names; an empty file gives an empty frame."""
     types = {"chrom": str, "chrom_": str, "start": np.int64, "end": np.int64,
              "start_": np.int64, "end_": np.int64, "qid": np.int64, "did": np.int64,
-             "count": np.int64, "covered": np.int64, "length": np.int64, "fraction": np.float64}
+             "count": np.int64, "covered": np.int64, "distance": np.int64, "length": np.int64, "fraction": np.float64}
     types.update(dtypes or {})
     dt = {n: types[n] for n in names}
     try:
@@ -74,6 +74,14 @@ def oracle(op: str, q: pd.DataFrame, d: pd.DataFrame | None = None) -> pd.DataFr
         return read_bt(a.intersect(b), qcols)
     if op == "subtract":
         return read_bt(a.subtract(b), qcols)
+    if op == "closest":
+        # bedtools closest needs both files sorted (chrom, start); a query without data on its
+        # chromosome prints ". -1 -1 ." and distance -1
+        # chromosome prints ". -1 -1 ." and distance -1 (without the "." for an empty data file)
+        res = a.sort().closest(b.sort(), d=True, t="all")
+        if len(d) == 0:
+            return read_bt(res, qcols + ["chrom_", "start_", "end_", "distance"]).assign(did="-1")
+        return read_bt(res, qcols + ["chrom_", "start_", "end_", "did", "distance"], {"did": str})
     raise ValueError(op)
 
 
@@ -101,6 +109,19 @@ def check(op: str, query, data, q: pd.DataFrame | None = None, d: pd.DataFrame |
         pd.testing.assert_frame_equal(_core(ours), _core(exp), check_dtype=False)
         return ours, exp
     fn = getattr(g, op)
+    if op == "closest":
+        ours = fn(query, data, return_index=True)
+        got = pd.DataFrame({"qid": ours["index"].to_numpy(), "did": ours["index_"].to_numpy(),
+                            "distance": ours["distance"].fillna(-1).to_numpy(np.int64)})
+        assert (np.diff(got["qid"].to_numpy()) >= 0).all(), "closest: rows not in query order"
+        pd.testing.assert_frame_equal(_core(ours), _core(q.iloc[got["qid"]]), check_dtype=False)
+        found = got["did"].to_numpy() >= 0
+        dd = _core(d.iloc[got["did"][found]]).add_suffix("_")
+        pd.testing.assert_frame_equal(ours.loc[found, ["chrom_", "start_", "end_"]].reset_index(drop=True), dd,
+                                      check_dtype=False)
+        want = exp[["qid", "did", "distance"]].assign(did=exp["did"].replace(".", "-1").astype(np.int64))
+        pd.testing.assert_frame_equal(_by_query(got, ["did"]), _by_query(want, ["did"]), check_dtype=False)
+        return ours, exp
     if op == "overlap":
         ours = fn(query, data, return_index=True)
         got = pd.DataFrame({"qid": ours["index"].to_numpy(), "did": ours["index_"].to_numpy()})

@@ -27,7 +27,7 @@ EXONS = DATA / "refseq.chr1.exons.bed.gz"
 GERP = DATA / "gerp.chr1.bed.gz"
 SNPS = pybedtools.example_filename("snps.bed.gz")
 
-PAIR_OPS = ["count_overlaps", "overlap", "any_overlap", "no_overlap", "coverage", "intersect", "subtract"]
+PAIR_OPS = ["count_overlaps", "overlap", "any_overlap", "no_overlap", "coverage", "intersect", "subtract", "closest"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -97,7 +97,8 @@ def synth(name):
     return _synth[name]
 
 
-@pytest.mark.parametrize("op", ["count_overlaps", "overlap", "any_overlap", "coverage", "intersect", "subtract"])
+@pytest.mark.parametrize("op", ["count_overlaps", "overlap", "any_overlap", "coverage", "intersect", "subtract",
+                                "closest"])
 @pytest.mark.parametrize("name", list(SYNTH))
 def test_synthetic(name, op):
     q, d, idx = synth(name)
@@ -211,7 +212,7 @@ def test_property_against_bedtools(qrows, drows, plan):
     q, d = bed(qrows), bed(drows)
     idx = g.index(d)
     idx.pair_plan = plan
-    for op in ["count_overlaps", "overlap", "coverage", "intersect", "subtract"]:
+    for op in ["count_overlaps", "overlap", "coverage", "intersect", "subtract", "closest"]:
         check(op, q, idx, d=d)
 
 
@@ -239,7 +240,7 @@ BAD_FRAMES = list(_bad_frames())
 
 @pytest.mark.parametrize("side", ["query", "data"])
 @pytest.mark.parametrize("case, df, words", BAD_FRAMES, ids=[c for c, _, _ in BAD_FRAMES])
-@pytest.mark.parametrize("fn", [g.count_overlaps, g.overlap, g.coverage, g.intersect, g.subtract])
+@pytest.mark.parametrize("fn", [g.count_overlaps, g.overlap, g.coverage, g.intersect, g.subtract, g.closest])
 def test_bad_frame(fn, case, df, words, side):
     args = (df, GOOD) if side == "query" else (GOOD, df)
     with pytest.raises(ctensor.FormatError) as err:
@@ -331,3 +332,18 @@ def test_kernels_reused_across_queries():
         assert idx.kernels[k] is first[k], k
         assert isinstance(idx.kernels[k].ir, str) and idx.kernels[k].ir.strip(), k
     assert a["count"].tolist() == [1, 1] and b["count"].tolist() == [2, 0, 0]
+
+
+def test_closest_kernels_are_searches_and_reused():
+    """The (min,+)/(max,+) closest einsums compile to one extremum search per query (no loop over
+    the data), and a second call reuses them."""
+    idx = g.index(bed([("chr1", 10, 20), ("chr1", 40, 45), ("chr2", 0, 5)]))
+    a = g.closest(bed([("chr1", 30, 31), ("chr3", 0, 9)]), idx)
+    kernels = {k: idx.kernels[k] for k in ("closest_next", "closest_prev")}
+    for k in kernels.values():
+        assert "_extremum" in k.ir
+    b = g.closest(bed([("chr1", 0, 1), ("chr2", 7, 8)]), idx)
+    assert all(idx.kernels[k] is v for k, v in kernels.items())
+    assert a["start_"].tolist()[:1] == [40] and a["distance"].tolist()[0] == 10   # 40 - 31 + 1
+    assert a["distance"].isna().tolist() == [False, True]
+    assert b[["start_", "distance"]].values.tolist() == [[10, 10], [0, 3]]

@@ -72,12 +72,20 @@ EINSUMS = {
     "merge": "M[x] = Depth[x] > 0",
     # the parts of each query interval no data interval covers
     "subtract": "R[i, x] = Q[i, x] * (Depth[x] == 0)",
+    # closest, (min,+) and (max,+): the first data start in A[i] = [qe, chromosome end) and the
+    # last data end in B[i] = [chromosome start, qs]; each collapses to one finger search per query
+    # (`ctensor.looplets.extremum`).  The tied nearest intervals are then the "overlap" pairs of
+    # the query widened by its distance.
+    "closest_next": "R[i] = (x if (A[i, x] & S[x, j]) else inf) * d(x, j; boolean, counting)",
+    "closest_prev": "L[i] = (x if (B[i, x] & E[x, j]) else -inf) * d(x, j; boolean, counting)",
 }
+SEMIRING = {"closest_next": "min", "closest_prev": "max"}
 
 
 # the index tensors each operation reads
 PARTS = {"count": ("S", "E"), "overlap": ("S", "D"), "intersect": ("S", "D"),
-         "coverage": ("S", "E", "Depth"), "subtract": ("Depth",), "merge": ("Depth", "S", "E")}
+         "coverage": ("S", "E", "Depth"), "subtract": ("Depth",), "merge": ("Depth", "S", "E"),
+         "closest": ("S", "E", "D")}
 
 
 def widen(start: np.ndarray, end: np.ndarray):
@@ -180,8 +188,10 @@ class GenomeIndex:
     def _run(self, key, op=None, out=None, **tensors):
         """Call the kernel `key` (compiled from EINSUMS[op or key] on first use)."""
         k = self.kernels.get(key)
-        if k is None:
-            k = self.kernels[key] = ct_compile(EINSUMS[op or key], out=out, **tensors)
+        if k is None or not k.accepts(tensors):
+            # ct.compile's cache is keyed by format: e.g. an empty query list has other format facts
+            k = self.kernels[key] = ct_compile(EINSUMS[op or key], out=out, semiring=SEMIRING.get(op or key),
+                                               **tensors)
         return k(**tensors)
 
     # ------------------------------------------------------------------ operations
@@ -262,6 +272,47 @@ class GenomeIndex:
         qi = _rows(ptr_i)
         _, ps, pe = _decode(np.asarray(lx.left), np.asarray(lx.right))
         return qi, self._data_rows(j), ps, pe
+
+    def closest(self, start, end, chrom=None, ties: str = "all"):
+        """The nearest data intervals of each query on its chromosome (`bedtools closest -d`, and
+        `-t all|first|last` for `ties`): (query row, data row, distance), int64 arrays ordered by
+        query row, then data start; a query with no data on its chromosome has one entry with
+        data row -1 and distance -1, as bedtools prints it.
+
+        Distance as bedtools 2.30 counts it on half-open coordinates (zero-length intervals
+        widened): 0 for overlapping intervals, `b.start - a.end + 1` for b after a (so 1 for
+        book-ended), `a.start - b.end + 1` for b before a.  Only the nearest intervals are
+        reported, every tie of them unless `ties` says otherwise."""
+        if ties not in ("all", "first", "last"):
+            raise ValueError(f"ties: expected 'all', 'first' or 'last', got {ties!r}")
+        gs, ge, _ = self.genome(chrom, start, end)
+        n = len(gs)
+        # the chromosome of each query, as a window of the genome axis holding all of its data
+        base = np.floor((gs + ge) / (2 * SPAN)) * SPAN
+        lo, hi = base - SPAN / 2, base + SPAN / 2
+        after = self._run("closest_next", A=_intervals(ge, hi, "left"), S=self.S)
+        before = self._run("closest_prev", B=_intervals(lo, gs, "both"), E=self.E)
+        nxt, prv = after.level.child.val, before.level.child.val
+        with np.errstate(invalid="ignore"):
+            dist = np.minimum(nxt - ge + 1, gs - prv + 1)          # +inf where neither side has data
+        dist[self._count(gs, ge) > 0] = 0
+        has = np.flatnonzero(np.isfinite(dist))
+        # every data interval within `dist` of the query overlaps the query widened by it, and none
+        # is nearer: the ties are exactly those pairs
+        d = dist[has]
+        out = Dense(SparseList(Pattern(), shape=max(self.n, 1)))
+        O = self._pairs("overlap", gs[has] - d, ge[has] + d, out)
+        lvl = O.level.child
+        qi, j = has[_rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
+        if ties != "all" and len(qi):
+            first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
+            qi, j = qi[first], j[first]
+        none = np.setdiff1d(np.arange(n), has)
+        rows = np.concatenate([qi, none])
+        data = np.concatenate([self._data_rows(j), np.full(len(none), -1, np.int64)])
+        dist_out = np.concatenate([dist[qi], np.full(len(none), -1.0)]).astype(np.int64)
+        order = np.argsort(rows, kind="stable")
+        return rows[order], data[order], dist_out[order]
 
     def covered(self, start, end, chrom=None) -> np.ndarray:
         """Bases of each (widened) query interval covered by at least one data interval, int64."""

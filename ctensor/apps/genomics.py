@@ -19,11 +19,10 @@ the generated code).  The einsums are in `EINSUMS`.
 | `intersect(query, data)` | `intersect` | query rows with start/end of each overlapping piece |
 | `merge(intervals)` | `merge` | `chrom, start, end` |
 | `subtract(a, b)` | `subtract` | rows of a with start/end of each remaining piece |
+| `closest(query, data)` | `closest -d` (`-t all`) | query columns + nearest data columns `_` + `distance` |
 
 Rows come in query order; pairs of one query in data start order.  Errors: `ctensor.FormatError`
 (bad input: see `read_intervals`), `TypeError` (a source of the wrong kind).
-`closest` is not provided: see the project notes (it needs a min-plus collapse of a stepper to its
-nearest coordinate, which the compiler does not have yet).
 """
 from __future__ import annotations
 
@@ -37,6 +36,7 @@ __all__ = [
     "EINSUMS",
     "GenomeIndex",
     "any_overlap",
+    "closest",
     "count_overlaps",
     "coverage",
     "index",
@@ -88,6 +88,32 @@ def overlap(query, data, return_index: bool = False) -> pd.DataFrame:
     left = q.iloc[qi].reset_index(drop=True)
     right = idx.frame.iloc[dj].reset_index(drop=True).add_suffix("_")
     out = pd.concat([left, right], axis=1)
+    if return_index:
+        out.insert(0, "index_", dj)
+        out.insert(0, "index", qi)
+    return out
+
+
+def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.DataFrame:
+    """The nearest data intervals of each query row (`bedtools closest -d -t <ties>`): query columns,
+    then data columns suffixed `_`, then `distance` (0 when they overlap, `b.start - a.end + 1` for b
+    downstream, `a.start - b.end + 1` upstream: book-ended intervals are 1 apart, as bedtools counts).
+    Every tied nearest interval gets a row (`ties='first'`/`'last'`: only the first/last in data
+    start order).  A query with no data on its chromosome gets one row whose data columns and
+    distance are missing (`<NA>`; bedtools prints `. -1 -1` and -1).  Integer data columns and
+    `distance` are nullable `Int64`.  With `return_index`, columns `index` and `index_` give the row
+    positions of the query and of the data interval (-1 when there is none)."""
+    q, idx, a = _args(query, data, "closest")
+    qi, dj, dist = idx.closest(*a, ties=ties)
+    missing = dj < 0
+    left = q.iloc[qi].reset_index(drop=True)
+    right = idx.frame.reset_index(drop=True)
+    right = right.astype({c: "Int64" for c in right.columns if pd.api.types.is_integer_dtype(right[c])})
+    # label -1 is absent: a missing data interval becomes a row of <NA>
+    right = right.reindex(np.where(missing, -1, dj)).reset_index(drop=True).add_suffix("_")
+    out = pd.concat([left, right], axis=1)
+    out["distance"] = pd.array(np.where(missing, 0, dist), dtype="Int64")
+    out.loc[missing, "distance"] = pd.NA
     if return_index:
         out.insert(0, "index_", dj)
         out.insert(0, "index", qi)

@@ -169,6 +169,10 @@ class Kernel:
     def address(self) -> int:
         return self.compiled.packed_address
 
+    def accepts(self, tensors) -> bool:
+        """Were these tensors' formats the ones compiled for (so a call will not raise TypeError)?"""
+        return all(k in tensors and tensors[k].level.format_key() == key for k, key in self.formats.items())
+
     def check(self, tensors, scalars):
         for k, key in self.formats.items():
             if k not in tensors:

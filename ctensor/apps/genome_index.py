@@ -225,7 +225,7 @@ class GenomeIndex:
         number of candidates per query (data density x window length) passes RANK_PLAN_AT."""
         if self.pair_plan != "auto":
             return self.pair_plan
-        window = float(np.mean(ge - gs)) + self.maxlen if len(gs) else 0.0
+        window = (float(ge.sum()) - float(gs.sum())) / len(gs) + self.maxlen if len(gs) else 0.0
         return "ranks" if self.density * window >= RANK_PLAN_AT else "window"
 
     def _pair_tensors(self, gs, ge, plan):
@@ -372,14 +372,19 @@ class GenomeIndex:
 
 def _intervals(start, end, closed) -> Tensor:
     """interval_set(start, end, closed) without re-validation: callers pass coordinates `genome`
-    produced (checked, widened, so start < end)."""
+    produced (checked, widened, so start < end), starts all finite or all -inf (prefixes), so the
+    format facts are read off the first start instead of a pass over the array."""
     lvl = SparseInterval(Pattern(), start, end, closed)
+    prefix = len(start) > 0 and start[0] == -np.inf
+    lvl.__dict__.update(finite=not prefix, unbounded=prefix)      # the cached_property values
     return Tensor(Dense(lvl, len(lvl.left)), name="interval_set", validate=False)
 
 
 def _rows(ptr) -> np.ndarray:
-    """Row (query) number of every entry of a Dense -> sparse output, from the sparse level's ptr."""
-    return np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+    """Row (query) number of every entry of a Dense -> sparse output, from the sparse level's ptr:
+    +1 at every row start, accumulated (faster than np.repeat for many short rows)."""
+    m = int(ptr[-1])
+    return np.cumsum(np.bincount(ptr[1:-1], minlength=m)[:m])
 
 
 def _decode(left, right):

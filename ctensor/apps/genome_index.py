@@ -286,7 +286,6 @@ class GenomeIndex:
         if ties not in ("all", "first", "last"):
             raise ValueError(f"ties: expected 'all', 'first' or 'last', got {ties!r}")
         gs, ge, _ = self.genome(chrom, start, end)
-        n = len(gs)
         # the chromosome of each query, as a window of the genome axis holding all of its data
         base = np.floor((gs + ge) / (2 * SPAN)) * SPAN
         lo, hi = base - SPAN / 2, base + SPAN / 2
@@ -307,12 +306,15 @@ class GenomeIndex:
         if ties != "all" and len(qi):
             first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
             qi, j = qi[first], j[first]
-        none = np.setdiff1d(np.arange(n), has)
+        data, dist_out = self._data_rows(j), dist[qi].astype(np.int64)
+        none = np.flatnonzero(~np.isfinite(dist))
+        if not len(none):
+            return qi, data, dist_out
+        # queries without data on their chromosome: one row each (-1, -1), merged in query order
         rows = np.concatenate([qi, none])
-        data = np.concatenate([self._data_rows(j), np.full(len(none), -1, np.int64)])
-        dist_out = np.concatenate([dist[qi], np.full(len(none), -1.0)]).astype(np.int64)
         order = np.argsort(rows, kind="stable")
-        return rows[order], data[order], dist_out[order]
+        minus = np.full(len(none), -1, np.int64)
+        return rows[order], np.concatenate([data, minus])[order], np.concatenate([dist_out, minus])[order]
 
     def covered(self, start, end, chrom=None) -> np.ndarray:
         """Bases of each (widened) query interval covered by at least one data interval, int64."""

@@ -4,12 +4,16 @@
 
 The text is rewritten into Python syntax (`Out[]` → `Out[()]`, `d(a, b; m, n)` → `d((a, b), (m, n))`)
 and parsed with the standard `ast` module; the tree is then checked against the grammar and turned
-into the small expression tree below.  Errors raise `InvalidProgramError` with the offending text.
+into the expression tree of `lang.nodes`.  Each access dimension is an affine expression of loop
+indices with literal or scalar coefficients (`A[x]`, `A[x - c]`, `A[a*x + b]`, `A[y - x]`,
+`A[~(x + c)]`), kept as an `EAffine` (`lang.affine`).  Errors raise `InvalidProgramError` with the
+offending text.
 """
 from __future__ import annotations
 
 import ast
 import re
+
 from ..errors import InvalidProgramError
 from .affine import NotAffine, bind_affine, make_access, names_in_order as _names_of, poly_of, rebind_access
 from .nodes import EAccess, EAffine, ECall, EIndex, ELit, EScalar, Einsum  # noqa: F401 (re-exported)
@@ -87,8 +91,8 @@ def _index_names(sl, text, allow_expr=True):
         if isinstance(e, ast.Name):
             out.append(e.id)
         else:
-            raise InvalidProgramError(f"index {ast.unparse(e)!r} in {text!r} must be a plain index name "
-                                      "(affine indices are not supported yet)")
+            raise InvalidProgramError(f"output index {ast.unparse(e)!r} in {text!r} must be a plain index name "
+                                      "(affine output indices are not supported)")
     return tuple(out)
 
 
@@ -121,7 +125,9 @@ def _dimension(e, text):
     names: list = []
     tree = _index_tree(e, text, names)
     try:
-        dim = bind_affine(poly_of(tree), names, lambda n: n == names[0])
+        poly = poly_of(tree)
+        alive = [n for n in names if any(n in m for m in poly)]     # x - x + c: x is gone
+        dim = bind_affine(poly, names, lambda n: bool(alive) and n == alive[0])
     except NotAffine as exc:
         raise InvalidProgramError(f"index expression {ast.unparse(e)!r} in {text!r} is not affine ({exc})") from None
     if not dim.terms:
@@ -158,7 +164,11 @@ def _bind_accesses(e, known, texts):
             if set(_names_of(d)) & known:
                 return known.__contains__
             return lambda n, first=d.terms[0][1]: n == first
-        return rebind_access(EAccess(e.tensor, e.idxs, e.permissive, e.offsets, e.dims, texts.get(e, "")), pred)
+        acc = EAccess(e.tensor, e.idxs, e.permissive, e.offsets, e.dims, texts.get(e, ""))
+        try:
+            return rebind_access(acc, pred)
+        except NotAffine as exc:
+            raise InvalidProgramError(f"{acc} is not affine in the loop indices ({exc})") from None
     if isinstance(e, ECall):
         return ECall(e.op, tuple(_bind_accesses(a, known, texts) for a in e.args))
     return e

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ..lang.affine import coef_poly, const_poly
 from ..lang.nodes import EAccess, ECall, EIndex, ELit, EScalar
+from ..lang.program import accesses
 from ..lower.ops import REDUCTIONS
 from ..lower.simplify import ANNIHILATORS
 
@@ -131,12 +132,6 @@ def index_terms(e) -> list:
     return [t for a in e.args for t in index_terms(a)] if isinstance(e, ECall) else []
 
 
-def accesses_of(e) -> list:
-    if isinstance(e, EAccess):
-        return [e]
-    return [a for x in e.args for a in accesses_of(x)] if isinstance(e, ECall) else []
-
-
 # --------------------------------------------------------------------------------- building
 class _Renamer:
     def __init__(self):
@@ -165,7 +160,7 @@ class _Renamer:
 def build_pattern(rhs, tensors: dict, kinds: dict, measures: dict, op: str):
     """(Pattern, Names) of a bound right-hand side (`lang.program.front_end`)."""
     rn = _Renamer()
-    accs = accesses_of(rhs)
+    accs = list(accesses(rhs))
     canon_accs = []
     for acc in accs:
         t = tensors[acc.tensor]

@@ -30,9 +30,11 @@ import z3
 from ..lang.nodes import ECall, EIndex, ELit, EScalar
 from .pattern import Pattern, term_indices
 
-# ~50x the largest count seen on the paper's examples and the radius search (a few thousand);
-# on this 2-core box a query that exhausts it takes well under a second
-RLIMIT = 2_000_000
+# Per query (z3 counts resources from the start of each check).  The paper's examples, 3- and 4-
+# index masked convolutions, scalar coefficients and the radius search take 300-2,500 units; a hard
+# nonlinear query exhausts 200,000 in ~0.2 s on the 2-core dev box (2,000,000 took 40 s: NRA
+# effort is far from linear in the limit)
+RLIMIT = 200_000
 _LOCK = threading.Lock()
 
 

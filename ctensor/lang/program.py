@@ -141,18 +141,17 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
     known = set(es.out_idxs) | set(es.measures) | {d.terms[0][1] for acc in accesses(es.rhs) for d in acc.dims
                                                    if form(d) == "plain"}
     rhs = _map_accesses(es.rhs, lambda a: _bind_access(a, es, known, scalars))
-    kinds, source = {}, {}
-    for plain_pass in (True, False):     # a level read with the plain index is the index's source
-        for acc in accesses(rhs):
-            lvls = [l for l in tensors[acc.tensor].levels() if not l.is_leaf]
-            for depth, (d, lvl) in enumerate(zip(acc.dims, lvls)):
-                if (form(d) == "plain") != plain_pass:
-                    continue
-                for i in d.indices:
-                    if i in kinds and kinds[i] != lvl.coord:
-                        raise InvalidProgramError(f"index {i!r} addresses both integer and real modes in {es.text!r}")
-                    kinds[i] = lvl.coord
-                    source.setdefault(i, (acc.tensor, depth))
+    kinds, source, fallback = {}, {}, {}
+    for acc in accesses(rhs):
+        lvls = [l for l in tensors[acc.tensor].levels() if not l.is_leaf]
+        for depth, (d, lvl) in enumerate(zip(acc.dims, lvls)):
+            for i in d.indices:
+                if i in kinds and kinds[i] != lvl.coord:
+                    raise InvalidProgramError(f"index {i!r} addresses both integer and real modes in {es.text!r}")
+                kinds[i] = lvl.coord
+                # the index's source level (extent, output shape) is one it reads alone (x, x ± c)
+                (source if form(d) in ("plain", "shift") else fallback).setdefault(i, (acc.tensor, depth))
+    source.update({i: s for i, s in fallback.items() if i not in source})
     rhs = bind_indices(rhs, kinds)
     for name in scalar_names(rhs):
         if name in kinds:

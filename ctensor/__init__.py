@@ -4,13 +4,13 @@ Reimplements "The Continuous Tensor Abstraction: Where Indices Are Real" (Won et
 piecewise-constant tensors stored in fibertree levels, a continuous einsum, lowering through
 Looplets into a typed SSA-style IR, and native code through llvmlite.  See DESIGN.md §6 for the API.
 """
-from .errors import FormatError, InvalidProgramError, KernelError
+from .errors import FormatError, InvalidProgramError, KernelError, ValidityUnknown
 from .formats import (Dense, Element, Level, Pattern, SparseInterval, SparseList, SparsePoint,
                       SparseRunList, Tensor, box, interval_set, intervals, points)
 from .limits import EPS, Limit, drop_eps, minus_eps, plus_eps
 from .runtime import Kernel, compile, einsum, kernel_cache
 
-__all__ = ["FormatError", "InvalidProgramError", "KernelError", "Dense", "Element", "Level",
+__all__ = ["FormatError", "InvalidProgramError", "KernelError", "ValidityUnknown", "Dense", "Element", "Level",
            "Pattern", "SparseInterval", "SparseList", "SparsePoint", "SparseRunList", "Tensor",
            "box", "interval_set", "intervals", "points", "Limit", "EPS", "drop_eps", "plus_eps",
            "minus_eps", "Kernel", "compile", "einsum", "kernel_cache"]

@@ -14,3 +14,10 @@ class InvalidProgramError(ValueError):
 
 class KernelError(RuntimeError):
     """A compiled kernel returned a non-zero status (e.g. out of memory while growing an output)."""
+
+
+class ValidityUnknown(InvalidProgramError):
+    """z3 could not decide whether a program is valid within its resource limit (digest §3.7).
+
+    Programs are refused rather than silently accepted; pass `assume_valid=True` to `ct.compile`
+    / `ct.einsum` / `ctensor.analysis.validity.check` to accept one anyway (a warning is logged)."""

@@ -26,6 +26,7 @@ class Dense(Level):
     """
 
     coord = "int"
+    pinpoints = True
 
     def __init__(self, child: Level, shape: int | None = None):
         if shape is not None and (not isinstance(shape, (int,)) or shape < 0):

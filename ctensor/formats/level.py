@@ -28,6 +28,9 @@ class Level:
 
     child: "Level | None" = None
     coord: str = "int"            # 'int' or 'real': the kind of this level's index
+    # True when every stored coordinate is a single point (a pinpoint or an integer), so the
+    # effectual pieces along this level's index are points (continuous paper §4.3, Fig. 7)
+    pinpoints: bool = False
 
     # ---- structure
     @property

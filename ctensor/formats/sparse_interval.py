@@ -228,6 +228,7 @@ class SparsePoint(Level):
     """
 
     coord = "real"
+    pinpoints = True
 
     def __init__(self, child: Level, idx=None):
         self.child = child

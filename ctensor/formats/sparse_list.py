@@ -41,6 +41,8 @@ class SparseList(Level):
         an integer array)
     """
 
+    pinpoints = True
+
     def __init__(self, child: Level, ptr=None, idx=None, shape=None, real=None):
         self.child = child
         if real is None:

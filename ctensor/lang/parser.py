@@ -4,55 +4,21 @@
 
 The text is rewritten into Python syntax (`Out[]` → `Out[()]`, `d(a, b; m, n)` → `d((a, b), (m, n))`)
 and parsed with the standard `ast` module; the tree is then checked against the grammar and turned
-into the small expression tree below.  Errors raise `InvalidProgramError` with the offending text.
+into the expression tree of `lang.nodes`.  Each access dimension is an affine expression of loop
+indices with literal or scalar coefficients (`A[x]`, `A[x - c]`, `A[a*x + b]`, `A[y - x]`,
+`A[~(x + c)]`), kept as an `EAffine` (`lang.affine`).  Errors raise `InvalidProgramError` with the
+offending text.
 """
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 
 from ..errors import InvalidProgramError
+from .affine import NotAffine, bind_affine, make_access, names_in_order as _names_of, poly_of, rebind_access
+from .nodes import EAccess, EAffine, ECall, EIndex, ELit, EScalar, Einsum  # noqa: F401 (re-exported)
 
 MEASURES = ("lebesgue", "counting", "boolean")
-
-
-@dataclass(frozen=True)
-class EAccess:
-    tensor: str
-    idxs: tuple            # index names
-    permissive: tuple = ()  # per index: True for ~x
-    offsets: tuple = ()     # per index: None, or (sign, ELit | EScalar) for A[x + c] / A[x - c]
-
-
-@dataclass(frozen=True)
-class ELit:
-    value: object
-
-
-@dataclass(frozen=True)
-class EScalar:
-    name: str
-
-
-@dataclass(frozen=True)
-class EIndex:
-    name: str
-
-
-@dataclass(frozen=True)
-class ECall:
-    op: str
-    args: tuple
-
-
-@dataclass(frozen=True)
-class Einsum:
-    out: str
-    out_idxs: tuple
-    rhs: object
-    measures: dict          # reduction index -> measure name
-    text: str
 
 
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
@@ -78,7 +44,8 @@ def parse(text: str) -> Einsum:
     if not isinstance(text, str):
         raise TypeError(f"einsum text must be a str, got {type(text).__name__}")
     try:
-        tree = ast.parse(_preprocess(text.strip()), mode="exec")
+        src = _preprocess(text.strip())
+        tree = ast.parse(src, mode="exec")
     except SyntaxError as exc:
         raise InvalidProgramError(f"cannot parse einsum {text!r}: {exc.msg}") from None
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign) or len(tree.body[0].targets) != 1:
@@ -98,6 +65,13 @@ def parse(text: str) -> Einsum:
     rhs = _expr(rest[0], text)
     for f in rest[1:]:
         rhs = ECall("*", (rhs, _expr(f, text)))
+    # output indices, measured indices and names standing alone as a dimension are loop indices;
+    # lang.program settles the remaining names with the scalars actually passed
+    known = set(out_idxs) | set(measures) | _standalone_names(stmt.value)
+    texts = {}
+    for node in _subscripts(stmt.value):
+        texts.setdefault(_access(node, text), (ast.get_source_segment(src, node) or "").replace("[()]", "[]"))
+    rhs = _bind_accesses(rhs, known, texts)
     return Einsum(out, out_idxs, rhs, measures, text)
 
 
@@ -117,35 +91,87 @@ def _index_names(sl, text, allow_expr=True):
         if isinstance(e, ast.Name):
             out.append(e.id)
         else:
-            raise InvalidProgramError(f"index {ast.unparse(e)!r} in {text!r} must be a plain index name "
-                                      "(affine indices are not supported yet)")
+            raise InvalidProgramError(f"output index {ast.unparse(e)!r} in {text!r} must be a plain index name "
+                                      "(affine output indices are not supported)")
     return tuple(out)
 
 
-def _shift_term(node, text):
+_AFFINE_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+
+
+def _index_tree(node, text, names):
+    """ast of one access dimension -> expression tree over names and numbers (`names` collects the
+    names in written order)."""
+    if isinstance(node, ast.Name):
+        names.append(node.id)
+        return EScalar(node.id)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return ELit(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _shift_term(node.operand, text)
-        if isinstance(inner, ELit):
-            return ELit(-inner.value)
-    if isinstance(node, ast.Name):
-        return EScalar(node.id)
-    raise InvalidProgramError(f"index expression {ast.unparse(node)!r} in {text!r}: only an index plus or minus "
-                              "a number or a scalar name is supported (A[x + c]); A[a*x], A[x + y] are not yet")
+    if isinstance(node, ast.BinOp) and type(node.op) in _AFFINE_OPS:
+        left = _index_tree(node.left, text, names)
+        return ECall(_AFFINE_OPS[type(node.op)], (left, _index_tree(node.right, text, names)))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _index_tree(node.operand, text, names)
+        return ECall("neg", (inner,)) if isinstance(node.op, ast.USub) else inner
+    raise InvalidProgramError(f"index expression {ast.unparse(node)!r} in {text!r} is not affine: use sums of "
+                              "an index times numbers or scalar names, plus a constant (A[a*x + y - c])")
 
 
-def _affine_index(e, text):
-    """x -> (x, None); x + c, c + x, x - c -> (x, (±1, c)) with c a number or scalar name."""
-    if isinstance(e, ast.Name):
-        return e.id, None
-    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
-        if isinstance(e.left, ast.Name):
-            return e.left.id, (1 if isinstance(e.op, ast.Add) else -1, _shift_term(e.right, text))
-        if isinstance(e.op, ast.Add) and isinstance(e.right, ast.Name):
-            return e.right.id, (1, _shift_term(e.left, text))
-    raise InvalidProgramError(f"index {ast.unparse(e)!r} in {text!r} must be an index name or index ± constant "
-                              "(A[x + c]); scaled and multi-index forms are not supported yet")
+def _dimension(e, text):
+    """One access dimension -> (EAffine, permissive).  Which names are indices is not known here:
+    the first name written is taken as the index (A[x + c]); `parse` and `lang.program` rebind."""
+    perm = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert)
+    e = e.operand if perm else e
+    names: list = []
+    tree = _index_tree(e, text, names)
+    try:
+        poly = poly_of(tree)
+        alive = [n for n in names if any(n in m for m in poly)]     # x - x + c: x is gone
+        dim = bind_affine(poly, names, lambda n: bool(alive) and n == alive[0])
+    except NotAffine as exc:
+        raise InvalidProgramError(f"index expression {ast.unparse(e)!r} in {text!r} is not affine ({exc})") from None
+    if not dim.terms:
+        raise InvalidProgramError(f"index expression {ast.unparse(e)!r} in {text!r} has no index")
+    return dim, perm
+
+
+def _access(node, text) -> EAccess:
+    sl = node.slice
+    elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+    dims = [_dimension(e, text) for e in elts]
+    return make_access(node.value.id, tuple(d for d, _ in dims), tuple(p for _, p in dims))
+
+
+def _subscripts(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)]
+
+
+def _standalone_names(tree) -> set:
+    """Names that form a whole access dimension (`A[x]`, `A[~x]`): loop indices for sure."""
+    out = set()
+    for n in _subscripts(tree):
+        for e in (n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]):
+            e = e.operand if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert) else e
+            if isinstance(e, ast.Name):
+                out.add(e.id)
+    return out
+
+
+def _bind_accesses(e, known, texts):
+    """Rebind every access with the names known to be indices, and attach the text as written."""
+    if isinstance(e, EAccess):
+        def pred(d):
+            if set(_names_of(d)) & known:
+                return known.__contains__
+            return lambda n, first=d.terms[0][1]: n == first
+        acc = EAccess(e.tensor, e.idxs, e.permissive, e.offsets, e.dims, texts.get(e, ""))
+        try:
+            return rebind_access(acc, pred)
+        except NotAffine as exc:
+            raise InvalidProgramError(f"{acc} is not affine in the loop indices ({exc})") from None
+    if isinstance(e, ECall):
+        return ECall(e.op, tuple(_bind_accesses(a, known, texts) for a in e.args))
+    return e
 
 
 def _product_factors(node):
@@ -182,17 +208,7 @@ def _expr(node, text):
             return ELit(float("inf"))
         return EScalar(node.id)
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-        sl = node.slice
-        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-        idxs, perm, offs = [], [], []
-        for e in elts:
-            p = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert)
-            e = e.operand if p else e
-            name, off = _affine_index(e, text)
-            idxs.append(name)
-            perm.append(p)
-            offs.append(off)
-        return EAccess(node.value.id, tuple(idxs), tuple(perm), tuple(offs))
+        return _access(node, text)
     if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
         return ECall(_BIN[type(node.op)], (_expr(node.left, text), _expr(node.right, text)))
     if isinstance(node, ast.UnaryOp):

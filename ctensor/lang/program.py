@@ -1,5 +1,9 @@
-"""Front-end analysis of a parsed einsum: dimensions, loop order, measures, semiring, output type.
+"""Front-end analysis of a parsed einsum: names, dimensions, validity, loop order, measures,
+semiring, output type.
 
+* binding: output indices, measured indices and names standing alone as an access dimension are
+  loop indices; in an affine dimension naming none of them (A[x + c]), the names not passed as
+  scalars are; every other name is a scalar (coefficient or constant, A[a*x + b]);
 * dimensionalize: each index's kind (integer or real) comes from the levels it addresses; mixing
   kinds, or an index used by no tensor, is an InvalidProgramError;
 * concordize: the loop order must visit every tensor's levels outermost-first (row-major,
@@ -7,7 +11,9 @@
   first appearance, output indices first); `order=` is checked against the same constraints;
 * measures: reduction indices are those not on the left; a real reduction index needs a measure,
   an integer one defaults to counting; the boolean measure needs an idempotent semiring;
-* semiring: '+' by default, 'or' when every measure is boolean.
+* semiring: '+' by default, 'or' when every measure is boolean;
+* validity (continuous paper §4.3): `ctensor.analysis.validity.check_program`, before any
+  "not lowered yet" error, so an invalid program is reported as invalid.
 """
 from __future__ import annotations
 
@@ -15,7 +21,9 @@ from dataclasses import dataclass
 
 from ..errors import InvalidProgramError
 from ..lower.ops import RANK, REDUCTIONS, SEMIRINGS
-from .parser import EAccess, ECall, EIndex, ELit, EScalar, Einsum
+from .affine import NotAffine, form, names_in_order, rebind_access
+from .affine import scalar_names as dim_scalar_names
+from .nodes import EAccess, ECall, EIndex, ELit, EScalar, Einsum
 
 
 @dataclass
@@ -28,7 +36,8 @@ class Plan:
     op: str                 # reduction operator ⊕
     out_kind: str           # 'bool' | 'int' | 'float'
     fill: object            # output fill = identity of ⊕
-    rhs: object = None      # the right-hand side with index names bound (EIndex)
+    rhs: object = None      # the right-hand side with index names bound (EIndex, rebound accesses)
+    validity: object = None  # the analysis.validity.Verdict of the program
 
 
 def accesses(e):
@@ -40,16 +49,15 @@ def accesses(e):
 
 
 def scalar_names(e):
-    """Scalar names read by an expression, including those in access offsets (A[x + c])."""
+    """Scalar names read by an expression, including those in access dimensions (A[a*x + c])."""
     if isinstance(e, EScalar):
         yield e.name
     elif isinstance(e, ECall):
         for a in e.args:
             yield from scalar_names(a)
     elif isinstance(e, EAccess):
-        for off in e.offsets:
-            if off is not None and isinstance(off[1], EScalar):
-                yield off[1].name
+        for d in e.dims:
+            yield from dim_scalar_names(d)
 
 
 def bind_indices(e, kinds):
@@ -85,40 +93,74 @@ def value_kind(e, tensors, scalars, kinds=None) -> str:
     return max(ks, key=RANK.get)
 
 
-def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=None) -> Plan:
-    """tensors: name -> object with `.levels()` (root level first) and `.leaf_kind`."""
-    kinds, source = {}, {}
+@dataclass
+class FrontEnd:
+    """A program with its names bound: what validity needs (and what lowering builds on)."""
+    rhs: object             # right-hand side: accesses rebound, loop indices as EIndex
+    kinds: dict             # index -> 'int' | 'real'
+    source: dict            # index -> (tensor name, depth) of a level addressing it
+    measures: dict          # reduction index -> measure
+    op: str                 # reduction operator ⊕
+
+
+def _bind_access(acc, es, known, scalars):
+    """Bind one access: in a dimension naming a known index (output, measured, or standing alone
+    somewhere), the known names are its indices; otherwise its names that were not passed as
+    scalars are (A[x + c] with c=... passed).  Raises InvalidProgramError."""
+    def pred(d):
+        names = set(names_in_order(d))
+        if names & known:
+            return known.__contains__
+        if not names - set(scalars):
+            raise InvalidProgramError(f"{acc}: index expression {d} in {es.text!r} names no loop index "
+                                      "(every name in it was passed as a scalar)")
+        return lambda n: n not in scalars
+    try:
+        return rebind_access(acc, pred)
+    except NotAffine as exc:
+        raise InvalidProgramError(f"{acc} in {es.text!r} is not affine in the loop indices ({exc})") from None
+
+
+def _map_accesses(e, f):
+    if isinstance(e, EAccess):
+        return f(e)
+    if isinstance(e, ECall):
+        return ECall(e.op, tuple(_map_accesses(a, f) for a in e.args))
+    return e
+
+
+def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_scalars=True) -> FrontEnd:
+    """Bind names, dimensionalize, and pick measures and the reduction operator (module docstring).
+    tensors: name -> object with `.levels()`; scalars: the names passed as scalars.  Raises
+    InvalidProgramError."""
     for acc in accesses(es.rhs):
         if acc.tensor not in tensors:
             raise InvalidProgramError(f"tensor {acc.tensor!r} in {es.text!r} was not passed")
-        if any(acc.permissive):
-            raise InvalidProgramError(f"permissive access {acc.tensor}[~...] is not supported yet")
         lvls = [l for l in tensors[acc.tensor].levels() if not l.is_leaf]
-        if len(lvls) != len(acc.idxs):
+        if len(lvls) != len(acc.dims):
             raise InvalidProgramError(f"{acc.tensor} has {len(lvls)} modes but is accessed with "
-                                      f"{len(acc.idxs)} indices in {es.text!r}")
-        if len(set(acc.idxs)) != len(acc.idxs):
-            raise InvalidProgramError(f"{acc.tensor}[{', '.join(acc.idxs)}] repeats an index (diagonal access "
-                                      "is not supported)")
-        for depth, (i, lvl) in enumerate(zip(acc.idxs, lvls)):
-            if i in kinds and kinds[i] != lvl.coord:
-                raise InvalidProgramError(f"index {i!r} addresses both integer and real modes in {es.text!r}")
-            kinds[i] = lvl.coord
-            source.setdefault(i, (acc.tensor, depth))
-    rhs = bind_indices(es.rhs, kinds)
+                                      f"{len(acc.dims)} indices in {es.text!r}")
+    known = set(es.out_idxs) | set(es.measures) | {d.terms[0][1] for acc in accesses(es.rhs) for d in acc.dims
+                                                   if form(d) == "plain"}
+    rhs = _map_accesses(es.rhs, lambda a: _bind_access(a, es, known, scalars))
+    kinds, source, fallback = {}, {}, {}
+    for acc in accesses(rhs):
+        lvls = [l for l in tensors[acc.tensor].levels() if not l.is_leaf]
+        for depth, (d, lvl) in enumerate(zip(acc.dims, lvls)):
+            for i in d.indices:
+                if i in kinds and kinds[i] != lvl.coord:
+                    raise InvalidProgramError(f"index {i!r} addresses both integer and real modes in {es.text!r}")
+                kinds[i] = lvl.coord
+                # the index's source level (extent, output shape) is one it reads alone (x, x ± c)
+                (source if form(d) in ("plain", "shift") else fallback).setdefault(i, (acc.tensor, depth))
+    source.update({i: s for i, s in fallback.items() if i not in source})
+    rhs = bind_indices(rhs, kinds)
     for name in scalar_names(rhs):
         if name in kinds:
-            raise InvalidProgramError(f"index {name!r} inside another index expression (A[x + {name}]) needs "
-                                      "the Toeplitz wrapper, which is not supported yet")
-        if name not in scalars:
+            raise InvalidProgramError(f"loop index {name!r} is used as a coefficient or constant of an index "
+                                      f"expression in {es.text!r}")
+        if require_scalars and name not in scalars:
             raise InvalidProgramError(f"scalar {name!r} in {es.text!r} was not passed (pass {name}=<number>)")
-    for acc in accesses(rhs):
-        for i, off in zip(acc.idxs, acc.offsets):
-            if off is not None and kinds[i] == "int":
-                # a shifted integer mode would be read outside its shape at the ends of the loop;
-                # that needs permissive access (~i) with padding semantics, not implemented yet
-                raise InvalidProgramError(f"{acc.tensor}: integer index {i!r} with an offset is not supported "
-                                          "(offsets are supported on real indices)")
     for i in es.out_idxs:
         if i not in kinds:
             raise InvalidProgramError(f"output index {i!r} in {es.text!r} is not used on the right-hand side")
@@ -138,7 +180,6 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
         else:
             raise InvalidProgramError(f"reduction over the real index {i!r} needs a measure: add "
                                       f"'* d({i}; lebesgue)' (or counting, boolean) to {es.text!r}")
-    # semiring
     if semiring is None:
         op = "or" if measures and all(m == "boolean" for m in measures.values()) else "+"
     else:
@@ -148,6 +189,41 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     if op == "+" and "boolean" in measures.values():
         raise InvalidProgramError("the boolean measure needs an idempotent semiring: pass semiring='or' "
                                   "(or 'min'/'max')")
+    return FrontEnd(rhs, kinds, source, measures, op)
+
+
+def _check_lowerable(rhs, kinds, text):
+    """Forms that are valid but that the lowering does not implement yet (run after validity, so an
+    invalid program is reported as invalid, not as unsupported)."""
+    for acc in accesses(rhs):
+        if any(acc.permissive):
+            raise InvalidProgramError(f"permissive access {acc} in {text!r} is valid but not lowered yet")
+        for d in acc.dims:
+            f = form(d)
+            if f not in ("plain", "shift"):
+                raise InvalidProgramError(f"{acc} in {text!r} is valid but its {f} ({d}) is not lowered yet "
+                                          "(needs the Scale/Toeplitz wrappers)")
+        if len(set(acc.idxs)) != len(acc.idxs):
+            raise InvalidProgramError(f"{acc} repeats an index (diagonal access is not supported)")
+        for i, off in zip(acc.idxs, acc.offsets):
+            if off is not None and kinds[i] == "int":
+                # a shifted integer mode would be read outside its shape at the ends of the loop;
+                # that needs permissive access (~i) with padding semantics, not implemented yet
+                raise InvalidProgramError(f"{acc.tensor}: integer index {i!r} with an offset is not supported "
+                                          "(offsets are supported on real indices)")
+
+
+def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=None, assume_valid=False) -> Plan:
+    """tensors: name -> object with `.levels()` (root level first) and `.leaf_kind`.
+
+    Runs the front end, then the validity check (`ctensor.analysis.validity`, continuous paper
+    §4.3), then rejects forms the lowering does not implement.  Raises InvalidProgramError
+    (`ValidityUnknown` when z3 cannot decide validity and assume_valid is False)."""
+    from ..analysis.validity import check_program   # analysis builds on lang: import at use
+    fe = front_end(es, tensors, scalars, semiring)
+    verdict = check_program(fe.rhs, tensors, fe.kinds, fe.measures, fe.op, es.text, assume_valid=assume_valid)
+    rhs, kinds, source, measures, op = fe.rhs, fe.kinds, fe.source, fe.measures, fe.op
+    _check_lowerable(rhs, kinds, es.text)
     rk = value_kind(rhs, tensors, scalars, kinds)
     if op == "+":
         if measures:
@@ -162,12 +238,13 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
         out_kind = "float"
     fill = REDUCTIONS[op][0]
     fill = bool(fill) if out_kind == "bool" else (float(fill) if out_kind == "float" else int(fill))
-    order = _loop_order(es, kinds, order)
-    return Plan(es, order, kinds, source, measures, op, out_kind, fill, rhs)
+    order = _loop_order(es, rhs, kinds, order)
+    return Plan(es, order, kinds, source, measures, op, out_kind, fill, rhs, verdict)
 
 
-def _loop_order(es, kinds, order):
-    chains = [acc.idxs for acc in accesses(es.rhs)] + [es.out_idxs]
+def _loop_order(es, rhs, kinds, order):
+    # runs after _check_lowerable: every dimension is one index (x or x ± c), so idxs are the chains
+    chains = [acc.idxs for acc in accesses(rhs)] + [es.out_idxs]
     if order is not None:
         order = list(order)
         if sorted(order) != sorted(kinds):

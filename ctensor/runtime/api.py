@@ -18,7 +18,7 @@ def kernel_cache() -> dict:
     return _CACHE
 
 
-def _key(text, kwargs, semiring, order, out):
+def _key(text, kwargs, semiring, order, out, assume_valid=False):
     tensors, scalars = split_args(kwargs)
     fmt = tuple(sorted((k, t.level.format_key()) for k, t in tensors.items()))
     sk = tuple(sorted((k, s[1]) for k, s in scalars.items()))
@@ -27,10 +27,11 @@ def _key(text, kwargs, semiring, order, out):
         of = out.level.format_key()
     elif isinstance(out, Level):
         of = out.format_key()
-    return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order is not None else None, of)
+    return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order is not None else None, of,
+            bool(assume_valid))
 
 
-def compile(text: str, *, semiring=None, order=None, out=None, **tensors) -> Kernel:
+def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=False, **tensors) -> Kernel:
     """Compile a continuous einsum for the formats of the given tensors.
 
     Parameters
@@ -44,23 +45,27 @@ def compile(text: str, *, semiring=None, order=None, out=None, **tensors) -> Ker
     order : sequence of index names, outermost first; default: the storage order of the tensors.
     out : a Tensor or Level giving the output format; default Dense for integer output modes and
         SparseRunList for real ones, over Element(identity of ⊕).
+    assume_valid : accept a program whose validity z3 cannot decide (logged); default: refuse it
+        with ValidityUnknown (digest §3.7).  Invalid programs are always refused.
     **tensors : ct.Tensor arguments and named numeric scalars.
 
     Returns a `Kernel`, reusable for any tensors of the same formats.
 
-    Raises InvalidProgramError (malformed or invalid program), TypeError (bad argument types).
+    Raises InvalidProgramError (malformed program, or invalid under continuous paper §4.3 — see
+    `ctensor.analysis.validity` — with the offending access and a counterexample), ValidityUnknown
+    (a subclass), TypeError (bad argument types).
     """
-    key = _key(text, tensors, semiring, order, out)
+    key = _key(text, tensors, semiring, order, out, assume_valid)
     k = _CACHE.get(key)
     if k is None:
-        k = _CACHE[key] = Kernel(text, tensors, semiring=semiring, order=order, out=out)
+        k = _CACHE[key] = Kernel(text, tensors, semiring=semiring, order=order, out=out, assume_valid=assume_valid)
     return k
 
 
-def einsum(text: str, *, semiring=None, order=None, out=None, **tensors):
+def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False, **tensors):
     """Compile (or fetch from the cache) and run a continuous einsum.
 
     Returns a Python scalar for a 0-d output (``s[] = ...``), otherwise a `ct.Tensor`.
     See `compile` for the parameters and errors.
     """
-    return compile(text, semiring=semiring, order=order, out=out, **tensors)(**tensors)
+    return compile(text, semiring=semiring, order=order, out=out, assume_valid=assume_valid, **tensors)(**tensors)

@@ -69,12 +69,12 @@ class Kernel:
     function taking one pointer to an int64 argument block), `compile_seconds`, `plan`.
     """
 
-    def __init__(self, text, kwargs, semiring=None, order=None, out=None):
+    def __init__(self, text, kwargs, semiring=None, order=None, out=None, assume_valid=False):
         t0 = time.perf_counter()
         tensors, scalars = split_args(kwargs)
         es = parse(text)
         self.text, self.es = text, es
-        self.plan = plan = make_plan(es, tensors, scalars, semiring, order)
+        self.plan = plan = make_plan(es, tensors, scalars, semiring, order, assume_valid=assume_valid)
         self.formats = {k: t.level.format_key() for k, t in tensors.items()}
         self.scalar_kinds = {k: s[1] for k, s in scalars.items()}
         out_fmt = out.level.empty() if isinstance(out, Tensor) else (out.empty() if isinstance(out, Level) else None)
@@ -187,7 +187,7 @@ class Kernel:
                 raise TypeError(f"missing scalar argument {k!r}")
         # integer modes addressed by one index must have one shape
         shapes = {}
-        for acc in accesses(self.es.rhs):
+        for acc in accesses(self.plan.rhs):
             lvls = tensors[acc.tensor].levels()
             for d, i in enumerate(acc.idxs):
                 if self.plan.kinds[i] == "int":

@@ -220,7 +220,8 @@ def _expr(node, text):
             return _expr(node.operand, text)
     if isinstance(node, ast.IfExp):
         # `a if c else b` (Finch's ifelse): the masked value of a (min,+) or (max,*) reduction,
-        # e.g. `(x if S[x, j] else inf)`; only the taken branch is evaluated
+        # e.g. `(x if S[x, j] else inf)`. Its meaning is the taken branch; compiled code
+        # drops a branch whose condition simplifies to a constant and selects between both otherwise
         return ECall("ifelse", (_expr(node.test, text), _expr(node.body, text), _expr(node.orelse, text)))
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP:
         return ECall(_CMP[type(node.ops[0])], (_expr(node.left, text), _expr(node.comparators[0], text)))

@@ -295,7 +295,8 @@ class GenomeIndex:
         with np.errstate(invalid="ignore"):
             dist = np.minimum(nxt - ge + 1, gs - prv + 1)          # +inf where neither side has data
         dist[self._count(gs, ge) > 0] = 0
-        has = np.flatnonzero(np.isfinite(dist))
+        finite = np.isfinite(dist)
+        has = np.flatnonzero(finite)
         # every data interval within `dist` of the query overlaps the query widened by it, and none
         # is nearer: the ties are exactly those pairs
         d = dist[has]
@@ -307,7 +308,7 @@ class GenomeIndex:
             first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
             qi, j = qi[first], j[first]
         data, dist_out = self._data_rows(j), dist[qi].astype(np.int64)
-        none = np.flatnonzero(~np.isfinite(dist))
+        none = np.flatnonzero(~finite)
         if not len(none):
             return qi, data, dist_out
         # queries without data on their chromosome: one row each (-1, -1), merged in query order

@@ -192,23 +192,24 @@ class VSparseList:
             inrange = b.lt(ir.Read(q), st["q_stop"])
             ctx.if_(inrange, lambda: ctx.if_(b.lnot(lim_le(e.start, self._lim(b.load(self.idx, ir.Read(q))))), search))
 
-        def count(ctx, e):
-            """Leaves stored at coordinates in e: two finger searches and a position difference."""
+        def span(ctx, e):
+            """Positions [lo, hi) of the coordinates in e: two finger searches from the cursor."""
             at = lambda k: self._lim(b.load(self.idx, k))
             q0 = ctx.let(ir.Read(st["q"]), n + "_q0")
             lo = ctx.search_near(lambda k: lim_le(e.start, at(k)), q0, st["q_stop"], self._finger(ctx, "lo"), n + "_lo")
             hi = ctx.search_near(lambda k: b.lnot(lim_le(at(k), e.stop)), lo, st["q_stop"],
                                  self._finger(ctx, "hi"), n + "_hi")
+            return lo, hi
+
+        def count(ctx, e):
+            """Leaves stored at coordinates in e: a position difference over `span`."""
+            lo, hi = span(ctx, e)
             return ctx.let(b.sub(self.child.leaf_count(ctx, hi), self.child.leaf_count(ctx, lo)), n + "_count")
 
         def extremum(ctx, e, which):
-            """Is a leaf stored at a coordinate in e, and the first/last such coordinate: two finger
-            searches, then (for a child whose fibers may be empty) a skip over empty subtrees."""
-            at = lambda k: self._lim(b.load(self.idx, k))
-            q0 = ctx.let(ir.Read(st["q"]), n + "_q0")
-            lo = ctx.search_near(lambda k: lim_le(e.start, at(k)), q0, st["q_stop"], self._finger(ctx, "lo"), n + "_lo")
-            hi = ctx.search_near(lambda k: b.lnot(lim_le(at(k), e.stop)), lo, st["q_stop"],
-                                 self._finger(ctx, "hi"), n + "_hi")
+            """Is a leaf stored at a coordinate in e, and the first/last such coordinate: `span`, then
+            (for a child whose fibers may be empty) a skip over empty subtrees."""
+            lo, hi = span(ctx, e)
             k = ctx.mut(I64, lo if which == "first" else b.sub(hi, b.i64(1)), n + "_ext")
             if self.child.is_leaf:
                 found = ctx.let(b.lt(lo, hi), n + "_found")

@@ -24,16 +24,36 @@ from ..lower.notation import (
 )
 
 
-def _factors(e):
-    if isinstance(e, Call) and e.op == "*":
+def operands(e, ops=("*",)):
+    """The operands of a chain of the associative operators `ops` (a product by default)."""
+    if isinstance(e, Call) and e.op in ops:
         out = []
         for a in e.args:
-            out.extend(_factors(a))
+            out.extend(operands(a, ops))
         return out
     return [e]
 
 
-def _free_of(e, idxs) -> bool:
+def reduction_nest(loop: Loop):
+    """(innermost statement, indices looped over, sieve conditions met on the way) of a loop nest;
+    the sieves are kept by a collapse: they guard the inner loops (e.g. a non-empty shape)."""
+    body, idxs, sieves = loop.body, [loop.idx], []
+    while isinstance(body, (Loop, Sieve)):
+        if isinstance(body, Loop):
+            idxs.append(body.idx)
+        else:
+            sieves.append(body.cond)
+        body = body.body
+    return body, idxs, sieves
+
+
+def resieve(stmt, sieves):
+    for c in reversed(sieves):
+        stmt = Sieve(c, stmt)
+    return stmt
+
+
+def free_of(e, idxs) -> bool:
     if any(uses_index(e, i) for i in idxs):
         return False
     return not any(set(a.idxs) & set(idxs) for a in walk_accesses(e))
@@ -44,19 +64,13 @@ def try_count_collapse(ctx, loop: Loop, acc: Access) -> bool:
     count = getattr(acc.tns, "count", None)
     if count is None:
         return False
-    body, idxs, sieves = loop.body, [loop.idx], []
-    while isinstance(body, (Loop, Sieve)):
-        if isinstance(body, Loop):
-            idxs.append(body.idx)
-        else:
-            sieves.append(body.cond)     # kept: they guard the inner loops (e.g. a non-empty shape)
-        body = body.body
+    body, idxs, sieves = reduction_nest(loop)
     if not isinstance(body, Assign) or body.op != "+" or tuple(acc.idxs) != tuple(idxs):
         return False
     if any(body.measures.get(i) != "counting" for i in idxs):
         return False
-    factors = _factors(body.rhs)
-    if sum(f is acc for f in factors) != 1 or any(f is not acc and not _free_of(f, idxs) for f in factors):
+    factors = operands(body.rhs)
+    if sum(f is acc for f in factors) != 1 or any(f is not acc and not free_of(f, idxs) for f in factors):
         return False
     n = count(ctx, loop.ext)
     rhs = Val(n, "int")
@@ -64,8 +78,6 @@ def try_count_collapse(ctx, loop: Loop, acc: Access) -> bool:
         if f is not acc:
             rhs = Call("*", (rhs, f))
     stmt = body.with_(rhs=rhs, measures={k: v for k, v in body.measures.items() if k not in idxs})
-    for c in reversed(sieves):
-        stmt = Sieve(c, stmt)
     from ..lower.lowerer import lower
-    lower(ctx, stmt)
+    lower(ctx, resieve(stmt, sieves))
     return True

@@ -17,16 +17,7 @@ from __future__ import annotations
 from ..lower.notation import (Access, Assign, Call, Idx, Lit, Loop, Sieve, Val, subst_index, uses_index,
                               walk_accesses)
 from ..lower.ops import REDUCTIONS
-from .count import _free_of
-
-
-def _conjuncts(e):
-    if isinstance(e, Call) and e.op in ("and", "*"):
-        out = []
-        for a in e.args:
-            out.extend(_conjuncts(a))
-        return out
-    return [e]
+from .count import free_of, operands, reduction_nest, resieve
 
 
 def monotone(e, idx):
@@ -61,13 +52,7 @@ def try_extremum_collapse(ctx, loop: Loop, acc: Access) -> bool:
     extremum = getattr(acc.tns, "extremum", None)
     if extremum is None:
         return False
-    body, idxs, sieves = loop.body, [loop.idx], []
-    while isinstance(body, (Loop, Sieve)):
-        if isinstance(body, Loop):
-            idxs.append(body.idx)
-        else:
-            sieves.append(body.cond)
-        body = body.body
+    body, idxs, sieves = reduction_nest(loop)
     if not isinstance(body, Assign) or body.op not in ("min", "max") or tuple(acc.idxs) != tuple(idxs):
         return False
     if any(body.measures.get(i) not in ("counting", "boolean") for i in idxs):
@@ -78,10 +63,10 @@ def try_extremum_collapse(ctx, loop: Loop, acc: Access) -> bool:
             and rhs.args[2].value == ident):
         return False
     cond, val = rhs.args[0], rhs.args[1]
-    conds = _conjuncts(cond)
-    if sum(c is acc for c in conds) != 1 or any(c is not acc and not _free_of(c, idxs) for c in conds):
+    conds = operands(cond, ("and", "*"))
+    if sum(c is acc for c in conds) != 1 or any(c is not acc and not free_of(c, idxs) for c in conds):
         return False
-    if not _free_of(val, idxs[1:]) or any(set(a.idxs) & set(idxs) for a in walk_accesses(val)):
+    if not free_of(val, idxs[1:]) or any(loop.idx in a.idxs for a in walk_accesses(val)):
         return False
     mono = monotone(val, loop.idx)
     if mono is None:
@@ -97,10 +82,7 @@ def try_extremum_collapse(ctx, loop: Loop, acc: Access) -> bool:
         for c in rest[1:]:
             mask = Call("and", (mask, c))
         stmt = stmt.with_(rhs=Call("ifelse", (mask, stmt.rhs, Lit(ident))))
-    stmt = Sieve(found, stmt)
-    for c in reversed(sieves):
-        stmt = Sieve(c, stmt)
     from ..lower.lowerer import lower
-    lower(ctx, stmt)
+    lower(ctx, resieve(Sieve(found, stmt), sieves))
     return True
 

@@ -6,12 +6,12 @@ Looplets into a typed SSA-style IR, and native code through llvmlite.  See DESIG
 """
 from .errors import FormatError, InvalidProgramError, KernelError, ValidityUnknown
 from .formats import (Dense, Element, Level, Pattern, SparseInterval, SparseList, SparsePoint,
-                      SparseRunList, Tensor, box, interval_set, intervals, points)
+                      SparseRunList, Tensor, UniformGrid, box, interval_set, intervals, points)
 from .limits import EPS, Limit, drop_eps, minus_eps, plus_eps
 from .runtime import Kernel, compile, einsum, kernel_cache
 
 __all__ = ["FormatError", "InvalidProgramError", "KernelError", "ValidityUnknown", "Dense", "Element", "Level",
-           "Pattern", "SparseInterval", "SparseList", "SparsePoint", "SparseRunList", "Tensor",
+           "Pattern", "SparseInterval", "SparseList", "SparsePoint", "SparseRunList", "Tensor", "UniformGrid",
            "box", "interval_set", "intervals", "points", "Limit", "EPS", "drop_eps", "plus_eps",
            "minus_eps", "Kernel", "compile", "einsum", "kernel_cache"]
 __version__ = "0.1.0"

@@ -164,7 +164,7 @@ def build_pattern(rhs, tensors: dict, kinds: dict, measures: dict, op: str):
     canon_accs = []
     for acc in accs:
         t = tensors[acc.tensor]
-        lvls = [lv for lv in t.levels() if not lv.is_leaf]
+        lvls = t.modes()
         guard = is_guard(rhs, acc, t.fill, op)
         dims = []
         for d, lvl in zip(acc.dims, lvls):

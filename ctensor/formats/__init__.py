@@ -3,10 +3,12 @@ from .constructors import box, interval_set, intervals, points
 from .dense import Dense
 from .element import Element, Pattern
 from .level import Level
-from .sparse_interval import SparseInterval, SparsePoint
+from .sparse_interval import SparseInterval
+from .sparse_point import SparsePoint
 from .sparse_list import SparseList
 from .sparse_run_list import SparseRunList
 from .tensor import Tensor
+from .uniform_grid import UniformGrid
 
 __all__ = ["Dense", "Element", "Pattern", "Level", "SparseInterval", "SparsePoint", "SparseList",
-           "SparseRunList", "Tensor", "box", "interval_set", "intervals", "points"]
+           "SparseRunList", "Tensor", "UniformGrid", "box", "interval_set", "intervals", "points"]

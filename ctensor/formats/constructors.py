@@ -10,11 +10,13 @@ import numpy as np
 from ..errors import FormatError
 from .dense import Dense
 from .element import Element, Pattern, kind_of
-from .level import CLOSED, as_array, check_no_nan, closed_eps
+from .level import CLOSED, Level, as_array, check_no_nan, closed_eps
 from .sparse_interval import SparseInterval
 from .sparse_list import SparseList
+from .sparse_point import SparsePoint
 from .sparse_run_list import SparseRunList, endpoints_ok
 from .tensor import Tensor
+from .uniform_grid import UniformGrid, uniform_edges
 
 
 def _closed_arrays(closed, n):
@@ -167,12 +169,21 @@ def interval_set(start, end, closed="left") -> Tensor:
     return Tensor(Dense(SparseInterval(Pattern(), s, e, closed), s.shape[0]), name="interval_set")
 
 
-def points(coords) -> Tensor:
-    """A boolean tensor P[x0, ..., x{d-1}, id] of n points in d real dimensions.
+def points(coords, grid=None) -> Tensor:
+    """A boolean tensor P[x0, ..., x{d-1}, id] of n points in d real dimensions (pinpoints,
+    continuous paper §5.2, §7.1); id is the row of `coords` (integer, 0..n-1).
 
-    coords : (n, d) float array.  Levels: SparseList over each real axis (equal coordinates share a
-    fiber), then SparseList over the integer id (0..n-1), then Pattern.  Pinpoints (continuous
-    paper §5.2, §7.1).  Raises FormatError on NaN/inf, wrong ndim or dtype.
+    coords : (n, d) float array.
+    grid : None, int, or sequence of ints (one per binned axis, at most d) — the spatial index.
+        None: levels SparseList over each real axis (equal coordinates share a fiber), then SparseList
+        over the id, then Pattern; a box query scans the x-slab of the box.
+        Otherwise a uniform grid over the bounding box of the points: UniformGrid levels for the
+        first m axes (an int bins all d axes with that many cells each), above the coordinate levels
+        of each cell (`ctensor.formats.uniform_grid`); a level whose fibers all hold exactly one
+        coordinate is stored as SparsePoint (no ptr).  The einsum is unchanged: the compiler runs a
+        tile loop per binned axis (`ctensor.lower.tile`), so a box visits only the cells it overlaps.
+
+    Raises FormatError on NaN/inf, wrong ndim or dtype, or a grid that is not positive integers.
     """
     c = as_array(coords, "coords", np.float64, ndim=2)
     n, d = c.shape
@@ -182,28 +193,81 @@ def points(coords) -> Tensor:
     if bad.size:
         i, j = bad[0]
         raise FormatError(f"coords[{i}, {j}] = {c[i, j].item()!r} is not finite")
-    order = np.lexsort(tuple(c[:, j] for j in reversed(range(d))))
-    cs, ids = c[order], order.astype(np.int64)
-    # new_prefix[k][r]: row r starts a new group of its first k+1 coordinates
-    diff = np.ones((n, d), bool)
+    if grid is None:
+        order = np.lexsort(tuple(c[:, j] for j in reversed(range(d))))
+        return Tensor(point_levels(c[order], order.astype(np.int64), n), name="points")
+    edges = grid_edges(c, grid)
+    cell = grid_cells(c, edges)
+    order = np.lexsort(tuple(c[:, j] for j in reversed(range(d))) + (cell,))
+    return Tensor(grid_point_levels(c[order], order.astype(np.int64), n, cell[order], edges), name="points")
+
+
+def grid_edges(c: np.ndarray, grid) -> list:
+    """Uniform cell edges over the points' range along each binned axis (see `points`)."""
+    d = c.shape[1]
+    counts = [grid] * d if isinstance(grid, (int, np.integer)) else list(grid)
+    if not 1 <= len(counts) <= d:
+        raise FormatError(f"grid: expected an int or 1..{d} cell counts, got {grid!r}")
+    for k, m in enumerate(counts):
+        if not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 1:
+            raise FormatError(f"grid[{k}] = {m!r} is not a positive integer number of cells")
+    lo = c.min(axis=0) if len(c) else np.zeros(d)
+    hi = c.max(axis=0) if len(c) else np.ones(d)
+    return [uniform_edges(float(lo[k]), float(hi[k]), int(m)) for k, m in enumerate(counts)]
+
+
+def grid_cells(c: np.ndarray, edges: list) -> np.ndarray:
+    """Flat cell number of each point (row-major over the binned axes), exact against the edges."""
+    cell = np.zeros(len(c), np.int64)
+    for k, e in enumerate(edges):
+        ck = np.searchsorted(e, c[:, k], side="right") - 1
+        cell = cell * (len(e) - 1) + ck
+    return cell
+
+
+def grid_point_levels(cs, ids, nids, cell, edges) -> Level:
+    """UniformGrid levels over `point_levels` of rows sorted by (cell, coordinates)."""
+    ncells = int(np.prod([len(e) - 1 for e in edges]))
+    level = point_levels(cs, ids, nids, fiber=cell, nfibers=ncells, compact=True)
+    for e in reversed(edges):
+        level = UniformGrid(level, e)
+    return level
+
+
+def point_levels(cs, ids, nids, fiber=None, nfibers=1, compact=False) -> Level:
+    """Coordinate levels of rows `cs` (n, d) sorted lexicographically (within `fiber`, the fiber of
+    the first level of each row), then the id level.  compact: a level below the first whose
+    fibers each hold exactly one coordinate is a SparsePoint."""
+    n, d = cs.shape
+    diff = np.ones((n, d), bool)            # diff[r, k]: row r differs from row r-1 in coordinate k
     if n:
         diff[1:] = cs[1:] != cs[:-1]
-    newp = np.logical_or.accumulate(diff, axis=1)
-    parent = np.zeros(n, np.int64)         # group number of each row at the previous level
-    nparents = 1
+        if fiber is not None:
+            diff[1:, 0] |= fiber[1:] != fiber[:-1]
+    newp = np.logical_or.accumulate(diff, axis=1)   # row r starts a new group of its first k+1 coords
+    parent = np.zeros(n, np.int64) if fiber is None else fiber
+    nparents = nfibers
     lvls = []
     for k in range(d):
         starts = newp[:, k]
-        idx = cs[starts, k]
         counts = np.bincount(parent[starts], minlength=nparents)
-        lvls.append((np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), idx))
+        lvls.append((counts, cs[starts, k]))
         parent = np.cumsum(starts) - 1
         nparents = int(starts.sum())
     counts = np.bincount(parent, minlength=nparents) if n else np.zeros(nparents, np.int64)
-    level = SparseList(Pattern(), np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), ids, shape=n)
-    for ptr, idx in reversed(lvls):
-        level = SparseList(level, ptr, idx, real=True)
-    return Tensor(level, name="points")
+    one = lambda cnt, k: compact and k > 0 and bool((cnt == 1).all())
+    if one(counts, d):
+        level = SparsePoint(Pattern(), ids, shape=nids)
+    else:
+        level = SparseList(Pattern(), _offsets(counts), ids, shape=nids)
+    for k in reversed(range(d)):
+        counts, idx = lvls[k]
+        level = SparsePoint(level, idx) if one(counts, k) else SparseList(level, _offsets(counts), idx, real=True)
+    return level
+
+
+def _offsets(counts) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
 def box(lo, hi, closed="both") -> Tensor:

@@ -31,6 +31,9 @@ class Level:
     # True when every stored coordinate is a single point (a pinpoint or an integer), so the
     # effectual pieces along this level's index are points (continuous paper §4.3, Fig. 7)
     pinpoints: bool = False
+    # True for tile levels (UniformGrid) that bin the axis of a coordinate level below them and
+    # read no index of their own
+    tile: bool = False
 
     # ---- structure
     @property
@@ -58,6 +61,11 @@ class Level:
             out.append(lvl)
             lvl = lvl.child
         return out
+
+    def modes(self) -> list:
+        """The levels that read an index, outermost first (every level but tiles and the leaf):
+        mode k of the tensor is `modes()[k]`."""
+        return [lv for lv in self.levels() if not lv.is_leaf and not lv.tile]
 
     def format_key(self) -> tuple:
         """Everything the generated code depends on: level kinds, dtypes, closedness, fills."""

@@ -1,11 +1,12 @@
-"""`SparseInterval(child)` (one interval per fiber) and `SparsePoint(child)` (one pinpoint per fiber).
+"""`SparseInterval(child)`: one interval per fiber (`SparsePoint`, one pinpoint per fiber, is in
+`sparse_point.py`).
 
 Source: Finch.jl `sparse_interval_levels.jl`, `sparse_point_levels.jl`; continuous paper §5.2 and
 §7.2 (query boxes and genomic intervals: each id owns exactly one interval, intervals of different
 ids may overlap).  Child position = parent position (no ptr array).
 
 SparseInterval unfurls to Sequence[Phase(stop = left − ε, fill), Phase(stop = right, child),
-Phase(fill)]; SparsePoint to Sequence[Phase(stop = x, Spike(fill, child)), Phase(fill)].
+Phase(fill)].
 
 SparseInterval also has an integer mode (Finch's own SparseInterval: a contiguous range of ids per
 fiber, `shape` given); there a fiber may hold the empty range, so "ids lo..hi-1 of a data set" can
@@ -24,8 +25,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
-from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence, Spike
-from ..looplets.truncate import truncate
+from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence
 from .level import Level, as_array, check_no_nan, closed_eps
 from .sparse_run_list import endpoints_ok
 
@@ -216,84 +216,3 @@ class VSparseInterval:
                          PhaseSpec(lambda ctx, e: Run(Fiber(self.child, pos)),
                                    stop=lambda ctx, e: SymLimit(hi, b.i8(0), True)),
                          PhaseSpec(fill)])
-
-
-class SparsePoint(Level):
-    """Exactly one pinpoint per fiber over a real axis (Finch's SparsePoint).
-
-    Parameters
-    ----------
-    child : Level
-    idx : float64 array, one coordinate per parent position
-    """
-
-    coord = "real"
-    pinpoints = True
-
-    def __init__(self, child: Level, idx=None):
-        self.child = child
-        self.idx = None if idx is None else as_array(idx, "idx", np.float64)
-
-    def format_key(self):
-        return ("SparsePoint", self.child.format_key())
-
-    def format_str(self):
-        return f"SparsePoint({self.child.format_str()})"
-
-    def empty(self):
-        return SparsePoint(self.child.empty())
-
-    def has_data(self):
-        return self.idx is not None and self.child.has_data()
-
-    def child_count(self, npos):
-        return npos
-
-    def arrays(self):
-        return [self.idx] + self.child.arrays()
-
-    def validate(self, npos, name):
-        if self.idx is None or len(self.idx) != npos:
-            raise FormatError(f"{name}.idx: expected {npos} coordinates")
-        check_no_nan(self.idx, f"{name}.idx")
-        bad = np.flatnonzero(np.isinf(self.idx))
-        if bad.size:
-            raise FormatError(f"{name}.idx[{int(bad[0])}] is infinite")
-        self.child.validate(npos, name)
-
-    def eval(self, pos, coords):
-        x = Limit.of(coords[0])
-        return self.child.eval(pos, coords[1:]) if x == Limit(self.idx[pos].item()) else self.fill
-
-    def pieces(self, pos):
-        c = Limit(self.idx[pos].item())
-        for rest, v in self.child.pieces(pos):
-            yield ((c, c),) + rest, v
-
-    def virtualize(self, ctx, name, mode="read"):
-        if mode != "read":
-            from ..errors import InvalidProgramError
-            raise InvalidProgramError("SparsePoint cannot be an output format; use SparseList")
-        return VSparsePoint(ctx, self, name)
-
-
-class VSparsePoint:
-    is_leaf = False
-    coord = "real"
-
-    def __init__(self, ctx, lvl, name):
-        self.lvl, self.name, self.fill = lvl, name, lvl.fill
-        self.idx = ir.Read(ctx.param(name + "_idx", PtrType(F64), ("read", lvl, "idx")))
-        self.child = lvl.child.virtualize(ctx, name + "c", "read")
-
-    def extent(self):
-        return Extent.real()
-
-    def unfurl(self, ctx, pos, ext, mode, dirty=None):
-        x = SymLimit(ctx.let(b.load(self.idx, pos), self.name + "_x"), b.i8(0))
-        spike = Spike(FillLeaf(self.fill), Fiber(self.child, pos))
-
-        def first(ctx, e):  # the phase may end before x: truncate the spike to it
-            return truncate(spike, Extent(e.start, x, True), e)
-        return Sequence([PhaseSpec(first, stop=lambda ctx, e: x),
-                         PhaseSpec(lambda ctx, e: Run(FillLeaf(self.fill)))])

@@ -237,7 +237,8 @@ class VSparseList:
                           stop=lambda ctx: self._lim(st["c"]),
                           chunk=lambda ctx: Spike(FillLeaf(self.fill), Fiber(self.child, st["qv"])),
                           next=nxt, stop_eps=0, count=count if self.leaf_count is not None else None,
-                          extremum=extremum if self.leaf_count is not None else None)
+                          extremum=extremum if self.leaf_count is not None else None,
+                          spikes=True, fill=self.fill)
         body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
                          PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
         return Thunk(body, preamble=preamble)

@@ -43,6 +43,7 @@ class Tensor:
             format = from_dense(format, data, name)
         self.level = format
         self.name = name
+        _assign_tile_axes(format, name)
         if validate and format.has_data():
             format.validate(1, name)
 
@@ -65,6 +66,10 @@ class Tensor:
 
     def levels(self) -> list:
         return self.level.levels()
+
+    def modes(self) -> list:
+        """The level of each mode (index position), outermost first; tile levels are skipped."""
+        return self.level.modes()
 
     @property
     def is_empty_format(self) -> bool:
@@ -114,6 +119,20 @@ class Tensor:
 
     def __repr__(self):
         return f"Tensor({self.level.format_str()}, ndim={self.ndim})"
+
+
+def _assign_tile_axes(root: Level, name: str):
+    """Tile levels (UniformGrid) form a chain at the top; tile k bins mode k."""
+    lvls = root.levels()
+    m = 0
+    while m < len(lvls) and lvls[m].tile:
+        lvls[m].axis = m
+        m += 1
+    if any(lv.tile for lv in lvls[m:]):
+        raise FormatError(f"{name}: UniformGrid levels must all sit at the top of the tensor, above the "
+                          "coordinate levels they bin")
+    if m and m > len(root.modes()):
+        raise FormatError(f"{name}: {m} UniformGrid levels but only {len(root.modes())} modes to bin")
 
 
 def from_dense(fmt: Level, data, name: str) -> Level:

@@ -136,7 +136,7 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
     for acc in accesses(es.rhs):
         if acc.tensor not in tensors:
             raise InvalidProgramError(f"tensor {acc.tensor!r} in {es.text!r} was not passed")
-        lvls = [l for l in tensors[acc.tensor].levels() if not l.is_leaf]
+        lvls = tensors[acc.tensor].modes()
         if len(lvls) != len(acc.dims):
             raise InvalidProgramError(f"{acc.tensor} has {len(lvls)} modes but is accessed with "
                                       f"{len(acc.dims)} indices in {es.text!r}")
@@ -145,7 +145,7 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
     rhs = _map_accesses(es.rhs, lambda a: _bind_access(a, es, known, scalars))
     kinds, source, fallback = {}, {}, {}
     for acc in accesses(rhs):
-        lvls = [l for l in tensors[acc.tensor].levels() if not l.is_leaf]
+        lvls = tensors[acc.tensor].modes()
         for depth, (d, lvl) in enumerate(zip(acc.dims, lvls)):
             for i in d.indices:
                 if i in kinds and kinds[i] != lvl.coord:

@@ -22,6 +22,7 @@ from ..lower.notation import (
     uses_index,
     walk_accesses,
 )
+from ..lower.tile import spans_axis
 
 
 def operands(e, ops=("*",)):
@@ -65,6 +66,8 @@ def try_count_collapse(ctx, loop: Loop, acc: Access) -> bool:
     if count is None:
         return False
     body, idxs, sieves = reduction_nest(loop)
+    if not spans_axis(loop):
+        return False
     if not isinstance(body, Assign) or body.op != "+" or tuple(acc.idxs) != tuple(idxs):
         return False
     if any(body.measures.get(i) != "counting" for i in idxs):

@@ -126,6 +126,8 @@ class Stepper(Looplet):
     extremum(ctx, ext, which) -> (i1, coord)  whether a leaf is stored at a coordinate in ext, and
                          the first ('first') or last ('last') such coordinate, by searches alone
                          (see `ctensor.looplets.extremum`); None when the level cannot tell
+    spikes, fill         chunks are spikes of `fill` ending in the child: when the loop body is a
+                         no-op on the fill, the pass walks the stored coordinates only (`spike_walk`)
     """
     seek: Callable
     preamble: Callable
@@ -135,6 +137,8 @@ class Stepper(Looplet):
     stop_eps: Optional[int] = None
     count: Optional[Callable] = None
     extremum: Optional[Callable] = None
+    spikes: bool = False                 # every chunk is Spike(FillLeaf(fill), child at its stop)
+    fill: Any = None                     # that fill, when `spikes`
     kind = "stepper"
 
 

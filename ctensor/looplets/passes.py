@@ -9,7 +9,7 @@ Thunk > Switch > Phase > Sequence > Spike > Run > Stepper > AcceptRun > Lookup (
 from __future__ import annotations
 
 from ..errors import InvalidProgramError
-from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_min
+from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_lt, lim_min
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I8
@@ -17,7 +17,7 @@ from ..lower.lowerer import at_index, lower, resolve
 from ..lower.notation import Loop, map_accesses
 from .count import try_count_collapse
 from .extremum import try_extremum_collapse
-from .nodes import AcceptRun, Lookup, Phase, Run, Sequence, Spike, Stepper, Switch, Thunk
+from .nodes import AcceptRun, FillLeaf, Lookup, Phase, Run, Sequence, Spike, Stepper, Switch, Thunk
 from .truncate import truncate
 
 
@@ -134,7 +134,8 @@ def stepper_pass(ctx, loop):
     ext = loop.ext
     steppers = _accesses(loop, Stepper)
     if len(steppers) == 1 and (try_count_collapse(ctx, loop, steppers[0])
-                               or try_extremum_collapse(ctx, loop, steppers[0])):
+                               or try_extremum_collapse(ctx, loop, steppers[0])
+                               or try_spike_walk(ctx, loop, steppers[0])):
         return
     iv = ctx.mut(ext.start.v.type, ext.start.v, loop.idx)
     ie, const_e = None, b.i8(0)
@@ -177,6 +178,37 @@ def stepper_pass(ctx, loop):
         if ie is not None:
             ctx.assign(ie, nxt.e)
     ctx.emit(ir.While(lim_le(cur(), ext.stop), body))
+
+
+def try_spike_walk(ctx, loop, acc) -> bool:
+    """A lone stepper of spikes whose fill makes the body a no-op (x * 0, x & false, min= inf...):
+    visit its stored coordinates only — `q = seek(start); while stop(q) <= ext.stop: body at
+    stop(q); q++` — instead of merging extents with Limit arithmetic (the sparse iteration of the
+    Looplets paper §4.5 when the fill annihilates).  Emits nothing and returns False otherwise."""
+    from ..lower.simplify import simplify
+    st, ext = acc.tns, loop.ext
+    if not st.spikes or st.stop_eps != 0:
+        return False
+    if simplify(_rewrite(ctx, loop, lambda a: a is acc, lambda a: FillLeaf(st.fill))) is not None:
+        return False
+    go = ctx.mut(ir.I1, ext.nonempty(), loop.idx + "_go")
+    ctx.if_(ir.Read(go), lambda: st.seek(ctx, ext))
+    with ctx.block() as body:
+        st.preamble(ctx)
+        s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
+
+        def visit():
+            point = Extent(s, s, ext.continuous)
+            spike = st.chunk(ctx)
+            new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(spike.tail), point)
+            lower(ctx, Loop(loop.idx, point, new))
+            # the extent lies inside the stepper's phase, which ends at its last stop: a stop
+            # before ext.stop has a successor, so the next load stays in the buffer
+            ctx.assign(go, lim_lt(s, ext.stop))
+            st.next(ctx, b.TRUE)
+        ctx.if_(lim_le(s, ext.stop), visit, lambda: ctx.assign(go, b.FALSE))
+    ctx.emit(ir.While(ir.Read(go), body))
+    return True
 
 
 def acceptrun_pass(ctx, loop):

@@ -18,6 +18,7 @@ from .notation import (Access, Assign, Block, Call, Lit, Loop, ScalarOut, Sieve,
                        map_assigns, subst_index, uses_index, walk_accesses)
 from .ops import REDUCTIONS, combine, convert, kind, to_ir
 from .simplify import simplify
+from .tile import bind_pieces
 
 
 def lower(ctx, node):
@@ -124,7 +125,8 @@ def collapse(ctx, loop: Loop):
             return Sieve(ext.finite_pinpoint(), a2)
         return a2                          # boolean measure: the extent is non-empty here
 
-    lower(ctx, map_assigns(loop.body, f))
+    # the loops of a tile loop's body run over this piece of it (`lower.tile`)
+    lower(ctx, map_assigns(bind_pieces(loop.body, idx, ext), f))
 
 
 def _collapse_index_value(ctx, loop: Loop):

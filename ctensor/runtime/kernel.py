@@ -30,6 +30,7 @@ from ..looplets.nodes import Fiber, Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower
 from ..lower.nest import loop_nest
+from ..lower.tile import plan_tiles, tile_access_idxs, tile_extents
 from ..lower.notation import Access, Call, Idx, Lit, ScalarOut, Val
 from ..lower.ops import to_ir
 from .buffers import adopt_array, free
@@ -102,8 +103,10 @@ class Kernel:
             roots[name] = v = t.level.virtualize(ctx, name, "read")
             depth, lv = 0, v
             while not getattr(lv, "is_leaf", True):
-                vlevels[(name, depth)] = lv
-                lv, depth = lv.child, depth + 1
+                if not getattr(lv, "tile", False):      # keyed by mode, as plan.source is
+                    vlevels[(name, depth)] = lv
+                    depth += 1
+                lv = lv.child
             self._input_getters(ctx, before, name, t)
         svals = {}
         for name in dict.fromkeys(scalar_names(plan.rhs)):   # make_plan checked they were passed
@@ -125,11 +128,15 @@ class Kernel:
             self._output_getters(ctx, before)
             vout.declare(ctx, b.i64(1))
             lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
-        rhs = _notation(plan.rhs, roots, svals, plan.kinds)
+        self.tiling = tiling = plan_tiles(es, plan, tensors)
+        rhs = _notation(plan.rhs, roots, svals, plan.kinds, tiling)
         extents = {i: vlevels[plan.source[i]].extent() for i in plan.order}
+        order = plan.order
+        if tiling is not None:
+            extents, order = tile_extents(tiling, extents), tiling.order
         fission = (self.out_fmt is None or all(isinstance(lv, Dense) for lv in self.out_fmt.levels()[:-1])) \
             and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values())
-        lower(ctx, loop_nest(plan.order, extents, es.out_idxs, lhs, plan.op, rhs, plan.measures, fission))
+        lower(ctx, loop_nest(order, extents, es.out_idxs, lhs, plan.op, rhs, plan.measures, fission))
         if self.out_fmt is None:
             val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
             ctx.emit(ir.Store(ir.Read(cell), b.i64(0), val))
@@ -188,7 +195,7 @@ class Kernel:
         # integer modes addressed by one index must have one shape
         shapes = {}
         for acc in accesses(self.plan.rhs):
-            lvls = tensors[acc.tensor].levels()
+            lvls = tensors[acc.tensor].modes()
             for d, i in enumerate(acc.idxs):
                 if self.plan.kinds[i] == "int":
                     n = lvls[d].shape
@@ -223,7 +230,7 @@ class Kernel:
                 block[k] = np.float64(val).view(np.int64) if kind == "float" else int(val)
             elif g[0] == "outshape":
                 name, depth = g[1]
-                block[k] = tensors[name].levels()[depth].shape
+                block[k] = tensors[name].modes()[depth].shape
             elif g[0] == "grow":
                 cell = cells[(g[1], g[2])] = np.zeros(2, np.int64)
                 block[k] = cell.ctypes.data
@@ -239,7 +246,7 @@ class Kernel:
     def _rebuild(self, tensors, cells):
         def shape_of(depth):
             name, d = self.plan.source[self.es.out_idxs[depth]]
-            return tensors[name].levels()[d].shape
+            return tensors[name].modes()[d].shape
 
         def build(lvl, depth, npos):
             cell = lambda attr: cells.get((depth, attr))
@@ -274,20 +281,66 @@ class PackedCall:
     def __init__(self, kernel, tensors, block, keep, cells, out_cell):
         self.kernel, self.tensors, self.block = kernel, tensors, block
         self.keep, self.cells, self.out_cell = keep, cells, out_cell
+        self._views = {}
 
     @property
     def address(self) -> int:
         return self.block.ctypes.data
+
+    def check_status(self, status: int):
+        """Raise InvalidProgramError (the program is invalid on this data) or KernelError on a
+        non-zero status."""
+        k = self.kernel
+        if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL, ir.STATUS_OUTPUT_ORDER):
+            raise InvalidProgramError(f"{k.text!r} is invalid on this data: {ir.STATUS_NAMES[status]}")
+        if status != 0:
+            raise KernelError(f"kernel for {k.text!r} failed: {ir.STATUS_NAMES.get(status, status)}")
+
+    def set_scalar(self, name: str, value):
+        """Rewrite scalar argument `name` in the argument block (for `run`); kinds as compiled."""
+        k = self.kernel.getters.index(("scalar", name))
+        if self.kernel.scalar_kinds[name] == "float":
+            self.block[k] = np.float64(value).view(np.int64)
+        else:
+            self.block[k] = int(value)
+
+    # ---- repeated calls: the inputs' buffers may be rewritten in place between runs (same lengths),
+    # the output buffers are kept and reused (no malloc once they are large enough)
+    def run(self):
+        """Run the kernel on this argument block; the output stays in the kernel's buffers, read
+        with `buffer`.  Raises like `finish`."""
+        status = self.kernel.compiled.packed(self.block.ctypes.data)
+        if status:
+            self.check_status(status)
+
+    def buffer(self, depth: int, attr: str, n: int, dtype) -> np.ndarray:
+        """A numpy view (no copy) of the first n elements of output buffer `attr` (e.g. 'ptr',
+        'idx', 'val') of output level `depth`; valid until the next `run`, `finish` or `release`."""
+        cell = self.cells[(depth, attr)]
+        dtype = np.dtype(dtype)
+        if n == 0:
+            return np.zeros(0, dtype)
+        if int(cell[1]) < n:
+            raise RuntimeError(f"kernel output buffer holds fewer than {n} elements")
+        key = (depth, attr)
+        view = self._views.get(key)
+        if view is None or view[0] != int(cell[0]) or len(view[1]) < n or view[1].dtype != dtype:
+            view = self._views[key] = (int(cell[0]), np.asarray(_View(int(cell[0]), int(cell[1]), dtype)))
+        return view[1][:n]
+
+    def release(self):
+        """Free the kernel-grown buffers (views from `buffer` become invalid)."""
+        self._views = {}
+        for cell in self.cells.values():
+            free(int(cell[0]))
+            cell[0], cell[1] = 0, 0
 
     def finish(self, status: int):
         """Raise KernelError on a non-zero status; return the scalar or the output Tensor; free
         every kernel-grown buffer."""
         k = self.kernel
         try:
-            if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL, ir.STATUS_OUTPUT_ORDER):
-                raise InvalidProgramError(f"{k.text!r} is invalid on this data: {ir.STATUS_NAMES[status]}")
-            if status != 0:
-                raise KernelError(f"kernel for {k.text!r} failed: {ir.STATUS_NAMES.get(status, status)}")
+            self.check_status(status)
             if self.out_cell is not None:
                 return self.out_cell[0].item()
             # well-formed by construction: appends are checked in order by the kernel itself
@@ -296,6 +349,14 @@ class PackedCall:
             for cell in self.cells.values():
                 free(int(cell[0]))
             self.cells = {}
+
+
+class _View:
+    """A borrowed (non-owning) view of a kernel buffer, for numpy's array interface."""
+
+    def __init__(self, address: int, n: int, dtype: np.dtype):
+        self.__array_interface__ = {"data": (address, False), "shape": (n,), "typestr": dtype.str,
+                                    "version": 3}
 
 
 def homogenize(lvl: SparseRunList) -> SparseRunList:
@@ -311,7 +372,7 @@ def homogenize(lvl: SparseRunList) -> SparseRunList:
     return lvl
 
 
-def _notation(e, roots, svals, kinds):
+def _notation(e, roots, svals, kinds, tiling=None):
     if isinstance(e, ELit):
         return Lit(e.value)
     if isinstance(e, EScalar):
@@ -328,9 +389,15 @@ def _notation(e, roots, svals, kinds):
             want = "int" if kinds[i] == "int" else "float"
             d = to_ir(None, Lit(term.value) if isinstance(term, ELit) else svals[term.name], want)
             shifts[depth] = d if sign > 0 else b.neg(d)
+        idxs = e.idxs
+        if tiling is not None:
+            idxs = tile_access_idxs(tiling, e.tensor, idxs)
+            m = tiling.depth.get(e.tensor, 0)
+            # a grid level sits in the frame of the mode it bins: the same shift applies to both
+            shifts = {(d + m): s for d, s in shifts.items()} | {d: s for d, s in shifts.items() if d < m}
         if shifts:
             root = VShifted(root, shifts)
-        return Access(Fiber(root, b.i64(0)), e.idxs, e.tensor)
+        return Access(Fiber(root, b.i64(0)), idxs, e.tensor)
     if isinstance(e, ECall):
-        return Call(e.op, tuple(_notation(a, roots, svals, kinds) for a in e.args))
+        return Call(e.op, tuple(_notation(a, roots, svals, kinds, tiling) for a in e.args))
     raise InvalidProgramError(f"unsupported expression {e!r}")

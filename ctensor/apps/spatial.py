@@ -1,0 +1,298 @@
+"""Box and radius search over 2-D points, each computed by a ctensor einsum (`EINSUMS`).
+
+Source: the continuous tensor paper §7.1.  Points are the pinpoint tensor `P[x, y, id]`; a box is
+`B[x, y]`, closed on every side; the searches are
+
+    box:     Out[id] = (B[x, y] & P[x, y, id]) * d(x, y; boolean, boolean)
+    radius:  the same, masked by sqrt((x - ox)**2 + (y - oy)**2) <= r over the circle's bounding box
+
+`index(points)` stores P under a uniform grid (`ct.points(..., grid=...)`, UniformGrid levels over x
+and y), so a query visits the cells its box overlaps rather than an x-slab; the einsum is the one
+above.  Boundaries are closed, as Shapely's `STRtree.query(box)` / `predicate="dwithin"` treat them:
+a point on a box edge, or at distance exactly r (computed as GEOS does, `sqrt(dx*dx + dy*dy)`), is
+inside.
+
+| function | Shapely 2 | returns |
+|---|---|---|
+| `box_query(pts, lo, hi)` | `STRtree.query(box(*lo, *hi))` | sorted int64 point ids |
+| `box_query(pts, lo[m,2], hi[m,2])` | `STRtree.query(boxes)` | int64 (2, k): query index, point id |
+| `radius_query(pts, center, r)` | `STRtree.query(point, "dwithin", r)` | sorted int64 point ids |
+| `radius_query(pts, centers[m,2], r)` | same, batched (r scalar or per centre) | int64 (2, k) |
+
+Pairs are sorted by query index, then point id.  `pts` is a `PointIndex` (built once by `index`) or
+anything `index` accepts.  Errors: `ctensor.FormatError` (NaN coordinates, wrong shape, lo > hi,
+negative or NaN radius), `TypeError` (geometries that are not points, non-numeric input).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..errors import FormatError
+from ..formats.constructors import grid_cells, grid_edges, grid_point_levels
+from ..formats.dense import Dense
+from ..formats.element import Element, Pattern
+from ..formats.sparse_interval import SparseInterval
+from ..formats.sparse_list import SparseList
+from ..formats.tensor import Tensor
+from ..runtime.api import compile as ct_compile
+
+__all__ = ["EINSUMS", "PointIndex", "box_query", "index", "radius_query"]
+
+EINSUMS = {
+    "box": "Out[id] = (B[x, y] & P[x, y, id]) * d(x, y; boolean, boolean)",
+    "radius": "Out[id] = (B[x, y] & P[x, y, id] & (sqrt((x - ox)**2 + (y - oy)**2) <= r)) "
+              "* d(x, y; boolean, boolean)",
+    "box_many": "Out[q, id] = (B[q, x, y] & P[x, y, id]) * d(x, y; boolean, boolean)",
+    "radius_many": "Out[q, id] = (B[q, x, y] & P[x, y, id] & (sqrt((x - X[q])**2 + (y - Y[q])**2) <= R[q])) "
+                   "* d(x, y; boolean, boolean)",
+}
+
+CELL_POINTS = 8      # average points per grid cell (see benchmarks/bench_spatial.py)
+
+
+def as_coords(points, name: str = "points") -> np.ndarray:
+    """(n, 2) float64 coordinates of an (n, 2) array or a sequence/array of Shapely points.
+    Raises FormatError (wrong shape, NaN or inf, naming the first bad entry) or TypeError."""
+    arr = np.asarray(points) if not isinstance(points, np.ndarray) else points
+    if arr.dtype == object:
+        import shapely                       # only needed for geometry input
+        geoms = arr.ravel()
+        kinds = shapely.get_type_id(geoms)
+        bad = np.flatnonzero(kinds != shapely.GeometryType.POINT)
+        if bad.size:
+            k = int(bad[0])
+            raise TypeError(f"{name}[{k}] is {geoms[k]!r}, not a Shapely Point")
+        empty = np.flatnonzero(shapely.is_empty(geoms))
+        if empty.size:
+            raise FormatError(f"{name}[{int(empty[0])}] is an empty Point")
+        arr = shapely.get_coordinates(geoms)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected an (n, 2) numeric array or Shapely points, got dtype {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise FormatError(f"{name}: expected shape (n, 2), got {arr.shape}")
+    c = np.ascontiguousarray(arr, np.float64)
+    bad = np.argwhere(~np.isfinite(c))
+    if bad.size:
+        i, j = bad[0]
+        raise FormatError(f"{name}[{i}, {j}] = {c[i, j].item()!r} is not a finite coordinate")
+    return c
+
+
+class PointIndex:
+    """2-D points stored as `P[x, y, id]` under a uniform grid, built once, queried many times.
+
+    Parameters
+    ----------
+    points : (n, 2) float array (x, y), or an array/sequence of Shapely Points.
+    cell_points : average number of points per grid cell (the grid has about n / cell_points cells,
+        shaped like the points' bounding box).
+
+    The tensor's ids are ranks in the grid layout (cell, x, y), so every query writes them in
+    increasing order into a SparseList output; `perm` maps a rank to the row of `points`.
+    Attributes: `tensor`, `perm`, `n`, `bounds` (xmin, ymin, xmax, ymax), `build_seconds`,
+    `nbytes` (tensor + perm), `kernels` (name -> compiled Kernel, after use).
+    """
+
+    def __init__(self, points, cell_points: int = CELL_POINTS):
+        t0 = time.perf_counter()
+        c = as_coords(points)
+        self.n = n = len(c)
+        lo = c.min(axis=0) if n else np.zeros(2)
+        hi = c.max(axis=0) if n else np.ones(2)
+        self.bounds = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
+        edges = grid_edges(c, _grid_shape(n, hi - lo, cell_points))
+        cell = grid_cells(c, edges)
+        order = np.lexsort((c[:, 1], c[:, 0], cell))
+        self.perm = order.astype(np.int32 if n < 2**31 else np.int64)
+        ranks = np.arange(n, dtype=np.int64)
+        self.tensor = Tensor(grid_point_levels(c[order], ranks, n, cell[order], edges), name="points")
+        self.kernels, self._calls = {}, {}
+        self.build_seconds = time.perf_counter() - t0
+
+    @property
+    def nbytes(self) -> int:
+        return self.tensor.nbytes + self.perm.nbytes
+
+    # ------------------------------------------------------------------ single queries
+    def _call(self, name, scalars=()):
+        """The packed call of a single-query kernel, with a query box this index owns: each query
+        rewrites the box's four endpoints (and the scalars) in place and reruns it."""
+        call = self._calls.get(name)
+        if call is None:
+            box = _box_tensor(np.zeros((1, 2)), np.zeros((1, 2)), batched=False)
+            args = dict(B=box, P=self.tensor, **{s: 0.0 for s in scalars})
+            k = self.kernels[name] = ct_compile(EINSUMS[name], out=SparseList(Pattern(), shape=self.n), **args)
+            call = self._calls[name] = k.pack(**args)
+            xl, yl = box.levels()[0], box.levels()[1]
+            call.box = (xl.left, xl.right, yl.left, yl.right)
+        return call
+
+    def _run(self, call, x0, y0, x1, y1):
+        call.box[0][0], call.box[1][0], call.box[2][0], call.box[3][0] = x0, x1, y0, y1
+        call.run()
+        nnz = int(call.buffer(0, "ptr", 2, np.int64)[1])
+        ranks = call.buffer(0, "idx", nnz, np.int64)
+        ids = self.perm[ranks].astype(np.int64)
+        ids.sort()
+        return ids
+
+    def box(self, lo, hi) -> np.ndarray:
+        """Ids of the points in the closed box [lo[0], hi[0]] × [lo[1], hi[1]], sorted, int64."""
+        x0, y0 = _pair(lo, "lo")
+        x1, y1 = _pair(hi, "hi")
+        if not (x0 <= x1 and y0 <= y1):
+            k = 0 if not x0 <= x1 else 1
+            raise FormatError(f"lo[{k}] = {(x0, y0)[k]!r} is greater than hi[{k}] = {(x1, y1)[k]!r}")
+        if self.n == 0:
+            return np.zeros(0, np.int64)
+        return self._run(self._call("box"), *self._clip(x0, y0, x1, y1))
+
+    def radius(self, center, r) -> np.ndarray:
+        """Ids of the points at distance <= r from center (closed disk), sorted, int64."""
+        ox, oy = _pair(center, "center")
+        r = _radius(r)
+        if self.n == 0:
+            return np.zeros(0, np.int64)
+        call = self._call("radius", ("ox", "oy", "r"))
+        call.set_scalar("ox", ox)
+        call.set_scalar("oy", oy)
+        call.set_scalar("r", r)
+        return self._run(call, *self._clip(*_disk_box(ox, oy, r)))
+
+    def _clip(self, x0, y0, x1, y1):
+        """Clamp a box to just around the points' bounding box: the same points are inside, the
+        endpoints stay finite (an infinite bound is allowed) and lo <= hi still holds."""
+        bx0, by0, bx1, by1 = self.bounds
+        cx = lambda v: min(max(v, bx0 - 1.0), bx1 + 1.0)
+        cy = lambda v: min(max(v, by0 - 1.0), by1 + 1.0)
+        return cx(x0), cy(y0), cx(x1), cy(y1)
+
+    # ------------------------------------------------------------------ batched queries
+    def _pairs(self, name, box, **args):
+        if self.n == 0 or box.modes()[0].shape == 0:
+            return np.zeros((2, 0), np.int64)
+        args = dict(B=box, P=self.tensor, **args)
+        k = self.kernels[name] = ct_compile(EINSUMS[name], out=Dense(SparseList(Pattern(), shape=self.n)), **args)
+        out = k(**args)
+        fibers = out.levels()[1]
+        q = np.repeat(np.arange(len(fibers.ptr) - 1, dtype=np.int64), np.diff(fibers.ptr))
+        ids = self.perm[fibers.idx].astype(np.int64)
+        order = np.lexsort((ids, q))
+        return np.stack([q[order], ids[order]])
+
+    def box_many(self, lo, hi) -> np.ndarray:
+        """(2, k) int64 pairs (query index, point id) of points in each closed box lo[i]..hi[i]."""
+        lo, hi = _boxes(lo, "lo"), _boxes(hi, "hi")
+        if lo.shape != hi.shape:
+            raise FormatError(f"lo has shape {lo.shape} but hi has {hi.shape}")
+        bad = np.argwhere(lo > hi)
+        if bad.size:
+            i, j = bad[0]
+            raise FormatError(f"lo[{i}, {j}] = {lo[i, j]!r} is greater than hi[{i}, {j}] = {hi[i, j]!r}")
+        return self._pairs("box_many", _box_tensor(*self._clip_many(lo, hi)))
+
+    def radius_many(self, centers, r) -> np.ndarray:
+        """(2, k) int64 pairs (query index, point id) of points within distance r (scalar or one per
+        centre) of each centre."""
+        c = _boxes(centers, "center")
+        m = len(c)
+        rr = np.broadcast_to(np.asarray(r, np.float64), (m,)) if np.ndim(r) == 0 else np.asarray(r, np.float64)
+        if rr.shape != (m,):
+            raise FormatError(f"r: expected a number or {m} radii, got shape {rr.shape}")
+        bad = np.flatnonzero(~(rr >= 0) | np.isinf(rr))
+        if bad.size:
+            raise FormatError(f"r[{int(bad[0])}] = {rr[bad[0]]!r} is not a finite radius >= 0")
+        x0, y0, x1, y1 = _disk_box(c[:, 0], c[:, 1], rr)
+        box = _box_tensor(*self._clip_many(np.stack([x0, y0], 1), np.stack([x1, y1], 1)))
+        vec = lambda v: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v)), m))
+        return self._pairs("radius_many", box, X=vec(c[:, 0]), Y=vec(c[:, 1]), R=vec(rr))
+
+    def _clip_many(self, lo, hi):
+        bx0, by0, bx1, by1 = self.bounds
+        a, b = [bx0 - 1.0, by0 - 1.0], [bx1 + 1.0, by1 + 1.0]
+        return np.clip(lo, a, b), np.clip(hi, a, b)
+
+
+def _grid_shape(n, span, cell_points):
+    """Cells per axis: about n / cell_points cells, with the aspect ratio of the bounding box."""
+    cells = max(1.0, n / max(float(cell_points), 1.0))
+    w, h = max(float(span[0]), 1e-300), max(float(span[1]), 1e-300)
+    nx = math.sqrt(cells * w / h)
+    nx = int(min(max(round(nx), 1), cells))
+    ny = int(max(round(cells / nx), 1))
+    return (nx, ny)
+
+
+def _box_tensor(lo, hi, batched=True) -> Tensor:
+    """B[x, y] (one box) or B[q, x, y] (a box per row) with closed sides."""
+    y = SparseInterval(Pattern(), np.ascontiguousarray(lo[:, 1]), np.ascontiguousarray(hi[:, 1]), "both")
+    x = SparseInterval(y, np.ascontiguousarray(lo[:, 0]), np.ascontiguousarray(hi[:, 0]), "both")
+    return Tensor(Dense(x, len(lo)) if batched else x, name="boxes")
+
+
+def _disk_box(ox, oy, r):
+    """The bounding box of a disk, widened by two ulps on each side so that rounding in ox ± r
+    never cuts off a point the exact distance test accepts."""
+    lo = lambda v: np.nextafter(np.nextafter(v, -np.inf), -np.inf)
+    hi = lambda v: np.nextafter(np.nextafter(v, np.inf), np.inf)
+    return lo(ox - r), lo(oy - r), hi(ox + r), hi(oy + r)
+
+
+def _pair(v, name):
+    try:
+        a, b = v
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        raise FormatError(f"{name}: expected two coordinates (x, y), got {v!r}") from None
+    if a != a or b != b:
+        raise FormatError(f"{name} = {v!r} has a NaN coordinate")
+    return a, b
+
+
+def _radius(r):
+    try:
+        r = float(r)
+    except (TypeError, ValueError):
+        raise FormatError(f"r: expected a number, got {r!r}") from None
+    if not (0 <= r < math.inf):
+        raise FormatError(f"r = {r!r} is not a finite radius >= 0")
+    return r
+
+
+def _boxes(v, name):
+    a = np.asarray(v, dtype=np.float64) if np.asarray(v).dtype.kind in "biuf" else None
+    if a is None:
+        raise TypeError(f"{name}: expected numbers, got {v!r}")
+    if a.ndim != 2 or a.shape[1] != 2:
+        raise FormatError(f"{name}: expected shape (m, 2), got {a.shape}")
+    bad = np.argwhere(np.isnan(a))
+    if bad.size:
+        i, j = bad[0]
+        raise FormatError(f"{name}[{i}, {j}] is NaN")
+    return a
+
+
+def index(points, cell_points: int = CELL_POINTS) -> PointIndex:
+    """Build the point index once (see `PointIndex`); pass it to the queries."""
+    return points if isinstance(points, PointIndex) else PointIndex(points, cell_points)
+
+
+def box_query(points, lo, hi) -> np.ndarray:
+    """Points in the closed box lo..hi: sorted ids for lo, hi of shape (2,); (2, k) pairs (query
+    index, point id) for (m, 2) arrays of boxes (Shapely's `STRtree.query(boxes)` convention)."""
+    idx = index(points)
+    if np.ndim(lo) == 2 or np.ndim(hi) == 2:
+        return idx.box_many(lo, hi)
+    return idx.box(lo, hi)
+
+
+def radius_query(points, center, r) -> np.ndarray:
+    """Points at distance <= r of center: sorted ids for one centre (2,); (2, k) pairs (query index,
+    point id) for (m, 2) centres, with r a number or one radius per centre."""
+    idx = index(points)
+    if np.ndim(center) == 2:
+        return idx.radius_many(center, r)
+    return idx.radius(center, r)

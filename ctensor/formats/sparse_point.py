@@ -1,0 +1,122 @@
+"""`SparsePoint(child)`: exactly one coordinate per fiber — a real pinpoint or an integer id — and
+no ptr array (child position = parent position).
+
+Source: Finch.jl `sparse_point_levels.jl` (which allows at most one coordinate and keeps a ptr; ours
+holds exactly one, the common case of point sets where every x has one y and every (x, y) one id,
+so it stores 8 bytes per entry instead of a SparseList's 16); continuous paper §5.2 (pinpoints).
+Unfurls to Sequence[Phase(stop = c, Spike(fill, child)), Phase(fill)].
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FormatError, InvalidProgramError
+from ..extents import Extent, SymLimit
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.types import F64, I64, PtrType
+from ..limits import Limit
+from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence, Spike
+from ..looplets.truncate import truncate
+from .level import Level, as_array, check_no_nan
+
+
+class SparsePoint(Level):
+    """Exactly one coordinate per fiber.
+
+    Parameters
+    ----------
+    child : Level
+    idx : array, one coordinate per parent position: float64 pinpoints on a real axis, or integer
+        ids in [0, shape-1] when `shape` is given
+    shape : int, optional — makes the axis integer (ids), like SparseList's `shape`
+
+    Raises FormatError (at validation) when idx has the wrong length, holds NaN/inf, or an id is
+    outside [0, shape-1].
+    """
+
+    pinpoints = True
+
+    def __init__(self, child: Level, idx=None, shape=None):
+        self.child = child
+        self.shape = None if shape is None else int(shape)
+        self.coord = "real" if shape is None else "int"
+        dtype = np.float64 if shape is None else np.int64
+        self.idx = None if idx is None else as_array(idx, "idx", dtype)
+
+    def format_key(self):
+        return ("SparsePoint", self.coord, self.child.format_key())
+
+    def format_str(self):
+        return f"SparsePoint({self.child.format_str()})"
+
+    def empty(self):
+        return SparsePoint(self.child.empty(), shape=self.shape)
+
+    def has_data(self):
+        return self.idx is not None and self.child.has_data()
+
+    def child_count(self, npos):
+        return npos
+
+    def arrays(self):
+        extra = [self.shape] if self.coord == "int" else []
+        return extra + [self.idx] + self.child.arrays()
+
+    def validate(self, npos, name):
+        if self.idx is None or len(self.idx) != npos:
+            raise FormatError(f"{name}.idx: expected {npos} coordinates, one per fiber")
+        if self.coord == "real":
+            check_no_nan(self.idx, f"{name}.idx")
+            bad = np.flatnonzero(np.isinf(self.idx))
+            if bad.size:
+                raise FormatError(f"{name}.idx[{int(bad[0])}] is infinite")
+        else:
+            bad = np.flatnonzero((self.idx < 0) | (self.idx >= self.shape))
+            if bad.size:
+                raise FormatError(f"{name}.idx[{int(bad[0])}] = {self.idx[bad[0]].item()} outside [0, {self.shape - 1}]")
+        self.child.validate(npos, name)
+
+    def eval(self, pos, coords):
+        x = coords[0]
+        if self.coord == "int":
+            return self.child.eval(pos, coords[1:]) if x == int(self.idx[pos]) else self.fill
+        return self.child.eval(pos, coords[1:]) if Limit.of(x) == Limit(self.idx[pos].item()) else self.fill
+
+    def pieces(self, pos):
+        c = self.idx[pos].item()
+        c = (Limit(c), Limit(c)) if self.coord == "real" else c
+        for rest, v in self.child.pieces(pos):
+            yield (c,) + rest, v
+
+    def virtualize(self, ctx, name, mode="read"):
+        if mode != "read":
+            raise InvalidProgramError("SparsePoint cannot be an output format; use SparseList")
+        return VSparsePoint(ctx, self, name)
+
+
+class VSparsePoint:
+    is_leaf = False
+
+    def __init__(self, ctx, lvl, name):
+        self.lvl, self.name, self.fill, self.coord = lvl, name, lvl.fill, lvl.coord
+        real = lvl.coord == "real"
+        if not real:
+            self.shape = ir.Read(ctx.param(name + "_shape", I64, ("shape", lvl, "shape")))
+        self.idx = ir.Read(ctx.param(name + "_idx", PtrType(F64 if real else I64), ("read", lvl, "idx")))
+        self.child = lvl.child.virtualize(ctx, name + "c", "read")
+
+    def extent(self):
+        if self.coord == "real":
+            return Extent.real()
+        return Extent.integer(b.i64(0), b.sub(self.shape, b.i64(1)))
+
+    def unfurl(self, ctx, pos, ext, mode, dirty=None):
+        x = SymLimit(ctx.let(b.load(self.idx, pos), self.name + "_x"), b.i8(0), True)
+        spike = Spike(FillLeaf(self.fill), Fiber(self.child, pos))
+        continuous = self.coord == "real"
+
+        def first(ctx, e):  # the phase may end before x: truncate the spike to it
+            return truncate(spike, Extent(e.start, x, continuous), e)
+        return Sequence([PhaseSpec(first, stop=lambda ctx, e: x),
+                         PhaseSpec(lambda ctx, e: Run(FillLeaf(self.fill)))])

@@ -1,0 +1,125 @@
+"""Tile loops: how a tensor stored under UniformGrid levels is iterated with the einsum unchanged.
+
+A tensor `P[x, y, id]` stored as UniformGrid(x) → UniformGrid(y) → coordinate levels has two more
+levels than modes.  The loop nest `for x: for y: for id` becomes
+
+    for x#cell: for y#cell: for x in (current x#cell piece): for y in (current y#cell piece): for id
+
+The tile loop `x#cell` runs over the same real axis as x, with no measure: the looplet passes
+split it into pieces on which every tensor read at the tile loop is constant (a cell of P's grid
+intersected with the runs of the other tensors), and the body runs once per piece.  The inner x
+loop then runs over that piece only, reading P's coordinate level.  The pieces partition the axis,
+so every point is visited exactly once and any reduction, measure or semiring keeps its meaning:
+sum over x = sum over pieces of the sum over x inside the piece.
+
+Every other tensor read with x is read at the tile loop (so a Box prunes whole cells: the pieces
+outside its run are fill and annihilate); expressions of x itself (`(x - ox)**2`) read the inner
+loop, where the partitions are pinpoints.  Source: loop tiling over a binned layout,
+shape-spf-z3-digest §4 items 6–7; the continuous paper's uniform grid (§7.1, Fig. 23).
+
+Conditions (else InvalidProgramError): every tiled tensor bins the same indices, in the same order;
+those indices are reduction indices (not output indices) and consecutive in the loop order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InvalidProgramError
+from ..extents import Extent
+from .notation import Loop, Sieve, Block
+
+
+def tile_name(idx: str) -> str:
+    return idx + "#cell"
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Marker extent of an inner loop: the current piece of the tile loop `tile` (bound when the
+    tile loop collapses, `bind_pieces`)."""
+    tile: str
+    continuous: bool = True
+
+
+class PieceExtent(Extent):
+    """An inner loop's extent once bound to a tile piece; collapses that assume an inner loop spans
+    its whole axis (`looplets.count`, `looplets.extremum`) check for it."""
+
+
+@dataclass
+class Tiling:
+    binned: tuple          # the indices binned by the grids, outermost first
+    order: list            # the loop order with the tile loops inserted
+    depth: dict            # tensor name -> number of grid levels
+
+
+def plan_tiles(es, plan, tensors) -> Tiling | None:
+    """The tile loops of a plan, or None when no tensor has grid levels."""
+    from ..lang.program import accesses
+    depth, binned = {}, None
+    for acc in accesses(plan.rhs):
+        lvls = tensors[acc.tensor].levels()
+        m = 0
+        while m < len(lvls) and lvls[m].tile:
+            m += 1
+        if not m:
+            continue
+        depth[acc.tensor] = m
+        these = tuple(acc.idxs[:m])
+        if binned is not None and these != binned:
+            raise InvalidProgramError(f"{acc.tensor}'s grid bins {these} but another tensor's bins {binned}; "
+                                      "every grid-indexed tensor of one einsum must bin the same indices")
+        binned = these
+    if binned is None:
+        return None
+    out = [i for i in binned if i in es.out_idxs]
+    if out:
+        raise InvalidProgramError(f"index {out[0]!r} is binned by a UniformGrid and is an output index: grids "
+                                  "index reductions only (use a tensor without grid levels)")
+    order = list(plan.order)
+    p = order.index(binned[0])
+    if tuple(order[p:p + len(binned)]) != binned:
+        raise InvalidProgramError(f"the loops over the grid's indices {binned} must be consecutive and in this "
+                                  f"order, but the loop order is {order}")
+    return Tiling(binned, order[:p] + [tile_name(i) for i in binned] + order[p:], depth)
+
+
+def tile_access_idxs(tiling: Tiling, tensor: str, idxs: tuple) -> tuple:
+    """Indices of an access after tiling: a grid tensor reads the tile loops first; any other
+    tensor reads a binned index at its tile loop."""
+    if tensor in tiling.depth:
+        return tuple(tile_name(i) for i in tiling.binned) + tuple(idxs)
+    return tuple(tile_name(i) if i in tiling.binned else i for i in idxs)
+
+
+def tile_extents(tiling: Tiling, extents: dict) -> dict:
+    out = dict(extents)
+    for i in tiling.binned:
+        out[tile_name(i)] = extents[i]
+        out[i] = Piece(tile_name(i))
+    return out
+
+
+def bind_pieces(node, tile: str, ext: Extent):
+    """Give every loop waiting for a piece of `tile` the extent `ext` (lowerer.collapse calls this
+    when the tile loop's body runs on one piece)."""
+    if isinstance(node, Loop):
+        e = node.ext
+        if isinstance(e, Piece) and e.tile == tile:
+            e = PieceExtent(ext.start, ext.stop, ext.continuous)
+        return Loop(node.idx, e, bind_pieces(node.body, tile, ext))
+    if isinstance(node, Sieve):
+        return Sieve(node.cond, bind_pieces(node.body, tile, ext))
+    if isinstance(node, Block):
+        return Block([bind_pieces(s, tile, ext) for s in node.stmts])
+    return node
+
+
+def spans_axis(loop) -> bool:
+    """False for a loop nest with an inner loop restricted to a tile piece."""
+    body = loop.body
+    while isinstance(body, (Loop, Sieve)):
+        if isinstance(body, Loop) and isinstance(body.ext, (Piece, PieceExtent)):
+            return False
+        body = body.body
+    return True

@@ -14,7 +14,7 @@ except ImportError:  # running from inside tests/
 
 
 def to_pieces(t: ct.Tensor) -> PieceTensor:
-    dims = tuple(l.coord for l in t.levels() if not l.is_leaf)
+    dims = tuple(l.coord for l in t.modes())
     pieces = []
     for coords, v in t.pieces():
         cs = []

@@ -130,17 +130,19 @@ class PointIndex:
             call.box = (xl.left, xl.right, yl.left, yl.right)
         return call
 
-    def _run(self, call, x0, y0, x1, y1):
+    def _run(self, call, x0, y0, x1, y1, sort):
         call.box[0][0], call.box[1][0], call.box[2][0], call.box[3][0] = x0, x1, y0, y1
         call.run()
         nnz = int(call.buffer(0, "ptr", 2, np.int64)[1])
         ranks = call.buffer(0, "idx", nnz, np.int64)
         ids = self.perm[ranks].astype(np.int64)
-        ids.sort()
+        if sort:
+            ids.sort()
         return ids
 
-    def box(self, lo, hi) -> np.ndarray:
-        """Ids of the points in the closed box [lo[0], hi[0]] × [lo[1], hi[1]], sorted, int64."""
+    def box(self, lo, hi, sort: bool = True) -> np.ndarray:
+        """Ids of the points in the closed box [lo[0], hi[0]] × [lo[1], hi[1]], int64, sorted (or in
+        the grid's layout order with sort=False, as Shapely returns tree order)."""
         x0, y0 = _pair(lo, "lo")
         x1, y1 = _pair(hi, "hi")
         if not (x0 <= x1 and y0 <= y1):
@@ -148,10 +150,11 @@ class PointIndex:
             raise FormatError(f"lo[{k}] = {(x0, y0)[k]!r} is greater than hi[{k}] = {(x1, y1)[k]!r}")
         if self.n == 0:
             return np.zeros(0, np.int64)
-        return self._run(self._call("box"), *self._clip(x0, y0, x1, y1))
+        return self._run(self._call("box"), *self._clip(x0, y0, x1, y1), sort)
 
-    def radius(self, center, r) -> np.ndarray:
-        """Ids of the points at distance <= r from center (closed disk), sorted, int64."""
+    def radius(self, center, r, sort: bool = True) -> np.ndarray:
+        """Ids of the points at distance <= r from center (closed disk), int64, sorted unless
+        sort=False."""
         ox, oy = _pair(center, "center")
         r = _radius(r)
         if self.n == 0:
@@ -160,7 +163,7 @@ class PointIndex:
         call.set_scalar("ox", ox)
         call.set_scalar("oy", oy)
         call.set_scalar("r", r)
-        return self._run(call, *self._clip(*_disk_box(ox, oy, r)))
+        return self._run(call, *self._clip(*_disk_box(ox, oy, r)), sort)
 
     def _clip(self, x0, y0, x1, y1):
         """Clamp a box to just around the points' bounding box: the same points are inside, the
@@ -280,19 +283,20 @@ def index(points, cell_points: int = CELL_POINTS) -> PointIndex:
     return points if isinstance(points, PointIndex) else PointIndex(points, cell_points)
 
 
-def box_query(points, lo, hi) -> np.ndarray:
-    """Points in the closed box lo..hi: sorted ids for lo, hi of shape (2,); (2, k) pairs (query
-    index, point id) for (m, 2) arrays of boxes (Shapely's `STRtree.query(boxes)` convention)."""
+def box_query(points, lo, hi, sort: bool = True) -> np.ndarray:
+    """Points in the closed box lo..hi: ids for lo, hi of shape (2,) (sorted unless sort=False);
+    (2, k) pairs (query index, point id) for (m, 2) arrays of boxes (Shapely's
+    `STRtree.query(boxes)` convention), sorted."""
     idx = index(points)
     if np.ndim(lo) == 2 or np.ndim(hi) == 2:
         return idx.box_many(lo, hi)
-    return idx.box(lo, hi)
+    return idx.box(lo, hi, sort)
 
 
-def radius_query(points, center, r) -> np.ndarray:
-    """Points at distance <= r of center: sorted ids for one centre (2,); (2, k) pairs (query index,
-    point id) for (m, 2) centres, with r a number or one radius per centre."""
+def radius_query(points, center, r, sort: bool = True) -> np.ndarray:
+    """Points at distance <= r of center: ids for one centre (2,) (sorted unless sort=False); (2, k)
+    pairs (query index, point id) for (m, 2) centres, with r a number or one radius per centre."""
     idx = index(points)
     if np.ndim(center) == 2:
         return idx.radius_many(center, r)
-    return idx.radius(center, r)
+    return idx.radius(center, r, sort)

@@ -205,7 +205,13 @@ def points(coords, grid=None) -> Tensor:
 def grid_edges(c: np.ndarray, grid) -> list:
     """Uniform cell edges over the points' range along each binned axis (see `points`)."""
     d = c.shape[1]
-    counts = [grid] * d if isinstance(grid, (int, np.integer)) else list(grid)
+    if isinstance(grid, (int, np.integer)):
+        counts = [grid] * d
+    else:
+        try:
+            counts = list(grid)
+        except TypeError:
+            raise FormatError(f"grid: expected an int or a sequence of cell counts, got {grid!r}") from None
     if not 1 <= len(counts) <= d:
         raise FormatError(f"grid: expected an int or 1..{d} cell counts, got {grid!r}")
     for k, m in enumerate(counts):

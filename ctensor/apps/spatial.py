@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from ..errors import FormatError
-from ..formats.constructors import grid_cells, grid_edges, grid_point_levels
+from ..formats.constructors import grid_cells, grid_edges, grid_order, grid_point_levels
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
 from ..formats.sparse_interval import SparseInterval
@@ -100,12 +100,12 @@ class PointIndex:
         t0 = time.perf_counter()
         c = as_coords(points)
         self.n = n = len(c)
-        lo = c.min(axis=0) if n else np.zeros(2)
-        hi = c.max(axis=0) if n else np.ones(2)
+        lo = (c[:, 0].min(), c[:, 1].min()) if n else (0.0, 0.0)
+        hi = (c[:, 0].max(), c[:, 1].max()) if n else (1.0, 1.0)
         self.bounds = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
-        edges = grid_edges(c, _grid_shape(n, hi - lo, cell_points))
+        edges = grid_edges(c, _grid_shape(n, (hi[0] - lo[0], hi[1] - lo[1]), cell_points))
         cell = grid_cells(c, edges)
-        order = np.lexsort((c[:, 1], c[:, 0], cell))
+        order = grid_order(c, cell)
         self.perm = order.astype(np.int32 if n < 2**31 else np.int64)
         ranks = np.arange(n, dtype=np.int64)
         self.tensor = Tensor(grid_point_levels(c[order], ranks, n, cell[order], edges), name="points")
@@ -128,12 +128,18 @@ class PointIndex:
             call = self._calls[name] = k.pack(**args)
             xl, yl = box.levels()[0], box.levels()[1]
             call.box = (xl.left, xl.right, yl.left, yl.right)
+            call.views = {}
         return call
 
     def _run(self, call, x0, y0, x1, y1, sort):
-        call.box[0][0], call.box[1][0], call.box[2][0], call.box[3][0] = x0, x1, y0, y1
+        box = call.box
+        box[0][0], box[1][0], box[2][0], box[3][0] = x0, x1, y0, y1
         call.run()
-        nnz = int(call.buffer(0, "ptr", 2, np.int64)[1])
+        ptr_cell = call.cells[(0, "ptr")]
+        ptr = call.views.get(int(ptr_cell[0]))                    # output buffers move only when grown
+        if ptr is None:
+            ptr = call.views[int(ptr_cell[0])] = call.buffer(0, "ptr", 2, np.int64)
+        nnz = int(ptr[1])
         ranks = call.buffer(0, "idx", nnz, np.int64)
         ids = self.perm[ranks].astype(np.int64)
         if sort:

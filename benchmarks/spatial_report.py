@@ -1,0 +1,46 @@
+"""Markdown tables from a bench_spatial.py run: one row per benchmark group (query), one column per
+implementation with its median in µs, and ctensor's speed-up over Shapely's fastest path.
+
+    python benchmarks/spatial_report.py spatial.json
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+
+
+def main(path):
+    with open(path) as f:
+        data = json.load(f)
+    rows, hits = defaultdict(dict), {}
+    for b in data["benchmarks"]:
+        impl = b["name"].split("[")[1].split("-")[0]
+        if b["group"].startswith("cities500"):
+            impl = b["param"] if "param" in b else b["params"]["impl"]
+        rows[b["group"]][impl] = b["stats"]["median"] * 1e6
+        hits[b["group"]] = (b.get("extra_info") or {}).get("hits", "")
+    impls = []
+    for r in rows.values():
+        for k in r:
+            if k not in impls:
+                impls.append(k)
+    print("| query | hits | " + " | ".join(impls) + " | Shapely fastest / ctensor (sorted, unsorted) |")
+    print("|---" * (len(impls) + 3) + "|")
+    for g, r in rows.items():
+        shp = [v for k, v in r.items() if "shapely" in k]
+        cts = [r.get(k) for k in ("ctensor", "ctensor_unsorted", "box ctensor", "radius ctensor")]
+        cts = [c for c in cts if c is not None]
+        ratio = ", ".join(f"{min(shp) / c:.2g}×" for c in cts) if shp and cts else ""
+        cells = " | ".join(_fmt(r.get(k)) for k in impls)
+        print(f"| {g} | {hits[g]} | {cells} | {ratio} |")
+
+
+def _fmt(v):
+    if v is None:
+        return ""
+    return f"{v:.3g}" if v < 1e4 else f"{v / 1e3:.3g} ms"
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "spatial.json")

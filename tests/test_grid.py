@@ -127,3 +127,14 @@ def test_grid_errors():
         ct.Tensor(ct.UniformGrid(ct.SparseList(lvl, np.array([0, 2]), np.array([0.25, 0.75])), np.array([1.0, 1.0])))
     with pytest.raises(ct.FormatError, match="top"):
         ct.Tensor(ct.SparseList(ct.UniformGrid(lvl, np.array([0.0, 1.0])), np.array([0, 1]), np.array([0.5])))
+
+
+def test_shifted_reads_with_grids():
+    """Offsets on a grid tensor's binned modes shift its grid levels too (same frame)."""
+    c = np.round(np.random.default_rng(2).uniform(0, 20, (100, 2)))
+    A = ct.intervals([0.0, 7.0], [5.0, 12.0], values=[2.0, 3.0])
+    for text in ("s[] = A[x + d] * P[x, y, id] * d(x, y; counting, counting)",
+                 "s[] = A[x] * P[x + d, y - d, id] * d(x, y; counting, counting)"):
+        want = oracle(text, A=A, P=ct.points(c), d=1.5).value
+        for g in (3, (4, 2), (5,)):
+            assert close(ct.einsum(text, A=A, P=ct.points(c, grid=g), d=1.5), want)

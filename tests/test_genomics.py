@@ -146,6 +146,13 @@ EDGE = {
                              ("chr1", 0, 1000)],
                             [("chr10", 3, 4), ("chr2", 45, 46), ("chr1", 40, 60), ("chr2", 5, 6),
                              ("chr1", 999, 1001), ("chr2", 49, 70)]),
+    # closest works on the runs of the data's union: nested, touching (one run) and zero-length data,
+    # queries inside a run, in gaps nearer either side, touching a run, past the last one
+    "union_runs": ([("chr1", 50, 60), ("chr1", 115, 120), ("chr1", 120, 125), ("chr1", 136, 150),
+                    ("chr1", 190, 195), ("chr1", 110, 110), ("chr1", 135, 136), ("chr1", 300, 310),
+                    ("chr1", 5, 5), ("chr2", 7, 9)],
+                   [("chr1", 0, 100), ("chr1", 10, 20), ("chr1", 100, 110), ("chr1", 130, 135),
+                    ("chr1", 131, 132), ("chr1", 200, 200), ("chr1", 140, 141), ("chr2", 1, 3), ("chr2", 3, 5)]),
     # bedtools' binning stops at 2**29; beyond that see test_coordinates_beyond_bedtools
     "large_coordinates": ([("chr1", 2**29 - 20, 2**29 - 10), ("chr1", 2**29 - 6, 2**29 - 5)],
                           [("chr1", 2**29 - 15, 2**29 - 1), ("chr1", 2**29 - 5, 2**29 - 5)]),
@@ -316,6 +323,39 @@ def test_pair_plan_cost_model_picks_ranks_for_crowded_windows():
     gs, ge, _ = idx.genome(None, q["start"], q["end"])
     assert idx._pair_plan(gs, ge) == "ranks"
     assert sparse._pair_plan(gs[:10], gs[:10] + 100) == "window"
+
+
+# ------------------------------------------------------------------------------------ memory
+def _disjoint():
+    s = np.arange(0, 2_000_000, 100)
+    return pd.DataFrame({"chrom": "chr1", "start": s, "end": s + 50})
+
+
+MEMORY_SETS = {**{n: lambda n=n: synth(n)[1] for n in SYNTH}, "exons": lambda: frame(EXONS),
+               "gerp": lambda: frame(GERP), "disjoint": _disjoint}
+
+
+@pytest.mark.parametrize("op", ["count", "overlap", "intersect", "closest"])
+@pytest.mark.parametrize("name", list(MEMORY_SETS))
+def test_index_memory(name, op):
+    """Issue 3: an index for one operation holds at most 2x the 16 bytes per interval of the
+    start/end arrays it indexes, up to a few words (SparseList ptr arrays, an offsets sentinel):
+    at most two float64/int64 arrays of n entries (genome_layout's sizes)."""
+    d = MEMORY_SETS[name]()
+    idx = g.index(d, ops=(op,))
+    n = len(d)
+    assert idx.nbytes <= 2 * 16 * n + 48, (idx.nbytes, n)
+    if name == "disjoint" and op in ("closest", "intersect"):
+        # distinct starts and no two intervals meeting: D shares S's starts, UE is End
+        assert idx.nbytes <= 1.5 * 16 * n + 48, (idx.nbytes, n)
+
+
+def test_index_tensors_shared_between_operations():
+    """Operations indexed together share their tensors: closest adds only the union ends to overlap."""
+    d = synth("L1000")[1]
+    both = g.index(d, ops=("overlap", "closest"))
+    assert set(both._parts) == {"S", "End", "UE"}
+    assert both.nbytes == g.index(d, ops=("closest",)).nbytes
 
 
 # ------------------------------------------------------------------------------------ kernel reuse

@@ -1,27 +1,17 @@
-"""Genomic intervals as continuous tensors, and the einsums that answer bedtools' questions.
+"""The index of a set of genomic intervals, and the einsums that answer bedtools' questions.
 
 Source: the continuous tensor paper §7.2 (genomic interval queries as continuous einsums).  Every
-operation here is one or two einsums compiled by ctensor; numpy only lays coordinates out and maps
-positions back to rows.
+operation here is one or two einsums compiled by ctensor (`EINSUMS`); numpy only lays coordinates
+out and maps positions back to rows.
 
 Coordinates.  BED intervals are 0-based and half-open, `[start, end)`.  bedtools 2.30 widens a
 zero-length interval `[p, p)` to `[p - 1, p + 1)` for every overlap test (and prints the original
 coordinates back); we do the same, so a zero-length interval overlaps what bedtools says it does.
-Chromosome k of the indexed data is laid on one real line at offset `k * 2**41` (coordinates are
-below 2**40, so a widened interval never reaches the next chromosome and every sum stays exact in
-float64).  Query intervals on chromosomes absent from the data go to an empty region after the last
-one.  At most `MAX_CHROMS` chromosomes can be indexed.
-
-Index formats (built once per data set, `GenomeIndex`; build time in `build_seconds`):
-- `S[x, j]`  the interval starts as pinpoints, j = rank of the interval in start order: SparseList
-  over the distinct starts -> integer SparseInterval (the tiled range of ranks starting there, one
-  shared offsets array) -> Pattern, 16 bytes per interval.  A counting reduction over x in an
-  extent collapses to a difference of two offsets after two finger searches
-  (`ctensor.looplets.count`);
-- `E[x, j]`  the interval ends as pinpoints, same format;
-- `D[j, x]`  the intervals in start order, one interval per j (Dense -> SparseInterval -> Pattern);
-- `Depth[x]` the depth track: how many intervals cover x (SparseRunList -> Element(int)), the
-  format of `bedtools genomecov -bg`; built by sorting the endpoints.
+Chromosome k of the indexed data is laid on one real line at offset `k * 2**41`; query intervals on
+chromosomes absent from the data go to an empty region after the last one.  At most `MAX_CHROMS`
+chromosomes can be indexed.  The index tensors (`S`, `E`, `D`, `End`, `UE`, `Depth`), their formats
+and sizes are described in `ctensor.apps.genome_layout`; each operation builds the ones it reads
+(`PARTS`) once per data set.
 """
 from __future__ import annotations
 
@@ -30,25 +20,26 @@ import time
 import numpy as np
 import pandas as pd
 
-from .. import (
-    Dense,
-    Element,
-    Pattern,
-    SparseList,
-    SparseInterval,
-    SparseRunList,
-    Tensor,
-)
+from .. import Dense, Pattern, SparseInterval, SparseList, SparseRunList, Tensor
 from .. import compile as ct_compile
 from ..errors import FormatError
 from .bedio import read_intervals
+from .genome_layout import (
+    BUILD,
+    MAX_CHROMS,
+    SPAN,
+    decode,
+    interval_tensor,
+    rows,
+    unique_bytes,
+    values,
+    widen,
+)
 
-SPAN = float(2**41)
 # expected candidates per query above which overlap/intersect use the rank plan (measured on the
 # synthetic sets: per candidate the window plan costs ~2x the rank plan, whose two rank searches
 # cost about as much as 8 candidates)
 RANK_PLAN_AT = 8.0
-MAX_CHROMS = 2**53 // 2**41 - 2
 
 # The einsums, by operation.  Index names: i query, j data (start order), x the genome axis,
 # s the data start coordinate.
@@ -60,9 +51,10 @@ EINSUMS = {
     # pairs, two plans for one answer (`GenomeIndex.pair_plan`).  "window": data starting in the
     # query's window W[i] = [qs - maxlen, qe) whose interval meets the query's, in one pass;
     # "ranks": the same candidates as a range of ranks R[i, j] = [rank(qs - maxlen), rank(qe))
-    # from two "rank" calls, then a dense loop over the range (faster when windows are crowded)
-    "overlap": "O[i, j] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s, x; boolean, boolean)",
-    "overlap_ranks": "O[i, j] = R[i, j] * Q[i, x] * D[j, x] * d(x; boolean)",
+    # from two "rank" calls, then a dense loop over the range (faster when windows are crowded).
+    # A candidate starts before qe, so it meets the query iff it ends after qs: End[j] > QS[i]
+    "overlap": "O[i, j] = W[i, s] * S[s, j] * (End[j] > QS[i]) * d(s; boolean)",
+    "overlap_ranks": "O[i, j] = R[i, j] * (End[j] > QS[i])",
     # the overlapping pieces themselves, per pair (same two plans)
     "intersect": "I[i, j, x] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s; boolean)",
     "intersect_ranks": "I[i, j, x] = R[i, j] * Q[i, x] * D[j, x]",
@@ -72,28 +64,21 @@ EINSUMS = {
     "merge": "M[x] = Depth[x] > 0",
     # the parts of each query interval no data interval covers
     "subtract": "R[i, x] = Q[i, x] * (Depth[x] == 0)",
-    # closest, (min,+) and (max,+): the first data start in A[i] = [qe, chromosome end) and the
-    # last data end in B[i] = [chromosome start, qs]; each collapses to one finger search per query
-    # (`ctensor.looplets.extremum`).  The tied nearest intervals are then the "overlap" pairs of
-    # the query widened by its distance.
-    "closest_next": "R[i] = (x if (A[i, x] & S[x, j]) else inf) * d(x, j; boolean, counting)",
-    "closest_prev": "L[i] = (x if (B[i, x] & E[x, j]) else -inf) * d(x, j; boolean, counting)",
+    # closest, (max,+) then (min,+), each collapsing to one finger search per query
+    # (`ctensor.looplets.extremum`): p[i], the last end of a run of the data's union in
+    # B[i] = [chromosome start, qs], then c[i], the first data start in A[i] = [p, chromosome end)
+    # (`GenomeIndex.closest` says why these two give the distance).  The tied nearest intervals
+    # are then the "overlap" pairs of the query widened by its distance.
+    "closest_prev": "P[i] = (x if (B[i, x] & UE[x]) else -inf) * d(x; boolean)",
+    "closest_next": "C[i] = (x if (A[i, x] & S[x, j]) else inf) * d(x, j; boolean, counting)",
 }
 SEMIRING = {"closest_next": "min", "closest_prev": "max"}
 
 
 # the index tensors each operation reads
-PARTS = {"count": ("S", "E"), "overlap": ("S", "D"), "intersect": ("S", "D"),
+PARTS = {"count": ("S", "E"), "overlap": ("S", "End"), "intersect": ("S", "D"),
          "coverage": ("S", "E", "Depth"), "subtract": ("Depth",), "merge": ("Depth", "S", "E"),
-         "closest": ("S", "E", "D")}
-
-
-def widen(start: np.ndarray, end: np.ndarray):
-    """bedtools' zero-length rule: [p, p) takes part in overlaps as [p-1, p+1)."""
-    zero = start == end
-    if not zero.any():
-        return start, end, zero
-    return np.where(zero, start - 1, start), np.where(zero, end + 1, end), zero
+         "closest": ("S", "End", "UE")}
 
 
 class GenomeIndex:
@@ -108,7 +93,8 @@ class GenomeIndex:
         needs are built on its first use.
 
     Attributes: `frame` (the validated DataFrame), `chroms` (names, index order), `build_seconds`
-    (layout plus every index tensor built so far), `nbytes` (bytes of the index tensors built),
+    (layout plus every index tensor built so far), `nbytes` (bytes of the index tensors built, each
+    buffer counted once: tensors share the arrays they have in common, see `genome_layout`),
     `kernels` (einsum name -> compiled Kernel, after use).
 
     Raises FormatError on malformed input or more than `MAX_CHROMS` chromosomes.
@@ -150,18 +136,21 @@ class GenomeIndex:
         t = self._parts.get(name)
         if t is None:
             t0 = time.perf_counter()
-            t = self._parts[name] = _BUILD[name](self._gs, self._ge)
+            t = self._parts[name] = BUILD[name](self._gs, self._ge)
             self.build_seconds += time.perf_counter() - t0
         return t
 
     S = property(lambda self: self._part("S"))
     E = property(lambda self: self._part("E"))
     D = property(lambda self: self._part("D"))
+    End = property(lambda self: self._part("End"))
+    UE = property(lambda self: self._part("UE"))
     Depth = property(lambda self: self._part("Depth"))
 
     @property
     def nbytes(self) -> int:
-        return sum(_tensor_bytes(t) for t in self._parts.values())
+        """Bytes of the index tensors built so far, each buffer counted once."""
+        return unique_bytes(self._parts.values())
 
     # ------------------------------------------------------------------ query layout
     def genome(self, chrom, start, end):
@@ -208,14 +197,14 @@ class GenomeIndex:
 
     def _count(self, gs, ge):
         ninf = self._ninf(len(gs))
-        before_end = _intervals(ninf, ge, "left")          # x < qe
-        upto_start = _intervals(ninf, gs, "both")          # x <= qs
+        before_end = interval_tensor(ninf, ge, "left")          # x < qe
+        upto_start = interval_tensor(ninf, gs, "both")          # x <= qs
         C = self._run("count", A=before_end, S=self.S, B=upto_start, E=self.E)
         return np.asarray(C.level.child.val, np.int64)
 
     def _rank(self, t, closed):
         """#(data starts in (-inf, t)) (closed='left') or (-inf, t] ('both'), per entry of t."""
-        A = _intervals(self._ninf(len(t)), t, closed)
+        A = interval_tensor(self._ninf(len(t)), t, closed)
         N = self._run("rank_" + closed, "rank", A=A, S=self.S)
         return np.asarray(N.level.child.val, np.int64)
 
@@ -228,21 +217,27 @@ class GenomeIndex:
         window = (float(ge.sum()) - float(gs.sum())) / len(gs) + self.maxlen if len(gs) else 0.0
         return "ranks" if self.density * window >= RANK_PLAN_AT else "window"
 
-    def _pair_tensors(self, gs, ge, plan):
-        """Q the queries, D the data in rank order, and the candidates: W[i] = (qs - maxlen, qe)
-        on the start axis of S, or R[i, j] = the ranks whose start lies in that window."""
-        Q = _intervals(gs, ge, "left")
+    def _pair_tensors(self, gs, ge, plan, op):
+        """The candidates, W[i] = [qs - maxlen, qe) on the start axis of S (window plan) or
+        R[i, j] = the ranks whose start lies in it (ranks plan), and the test of each candidate:
+        for "intersect" the query Q[i] = [qs, qe) against the interval D[j]; for "overlap" (a
+        candidate starts before qe, so it meets the query iff it ends after qs) the end End[j]
+        against the query start QS[i]."""
+        if op == "intersect":
+            test = {"Q": interval_tensor(gs, ge, "left"), "D": self.D}
+        else:
+            test = {"QS": values(gs, "QS"), "End": self.End}
         if plan == "window":
-            return dict(W=_intervals(gs - self.maxlen, ge, "left"), S=self.S, Q=Q, D=self.D)
+            return dict(W=interval_tensor(gs - self.maxlen, ge, "left"), S=self.S, **test)
         lo, hi = self._rank(gs - self.maxlen, "both"), self._rank(ge, "left")
         R = Tensor(Dense(SparseInterval(Pattern(), lo, hi, "left", shape=self.n), len(gs)),
                    name="R", validate=False)
-        return dict(R=R, Q=Q, D=self.D)
+        return dict(R=R, **test)
 
     def _pairs(self, op, gs, ge, out):
         plan = self._pair_plan(gs, ge)
         key = op if plan == "window" else op + "_ranks"
-        return self._run(key, out=out, **self._pair_tensors(gs, ge, plan))
+        return self._run(key, out=out, **self._pair_tensors(gs, ge, plan, op))
 
     def _data_rows(self, j):
         """Data rows of ranks j (no copy when the data came sorted by start)."""
@@ -256,7 +251,7 @@ class GenomeIndex:
         O = self._pairs("overlap", gs, ge, out)
         lvl = O.level.child
         ptr, j = np.asarray(lvl.ptr), np.asarray(lvl.idx)
-        return _rows(ptr), self._data_rows(j)
+        return rows(ptr), self._data_rows(j)
 
     def intersect(self, start, end, chrom=None):
         """Overlapping pieces per pair (`bedtools intersect`): (query row, data row, piece start,
@@ -269,8 +264,8 @@ class GenomeIndex:
         ptr_i, j = np.asarray(lj.ptr), np.asarray(lj.idx)
         ptr_x = np.asarray(lx.ptr)
         assert (np.diff(ptr_x) == 1).all()                  # one piece per overlapping pair
-        qi = _rows(ptr_i)
-        _, ps, pe = _decode(np.asarray(lx.left), np.asarray(lx.right))
+        qi = rows(ptr_i)
+        _, ps, pe = decode(np.asarray(lx.left), np.asarray(lx.right))
         return qi, self._data_rows(j), ps, pe
 
     def closest(self, start, end, chrom=None, ties: str = "all"):
@@ -286,15 +281,17 @@ class GenomeIndex:
         if ties not in ("all", "first", "last"):
             raise ValueError(f"ties: expected 'all', 'first' or 'last', got {ties!r}")
         gs, ge, _ = self.genome(chrom, start, end)
-        # the chromosome of each query, as a window of the genome axis holding all of its data
-        base = np.floor((gs + ge) / (2 * SPAN)) * SPAN
-        lo, hi = base - SPAN / 2, base + SPAN / 2
-        after = self._run("closest_next", A=_intervals(ge, hi, "left"), S=self.S)
-        before = self._run("closest_prev", B=_intervals(lo, gs, "both"), E=self.E)
-        nxt, prv = after.level.child.val, before.level.child.val
-        with np.errstate(invalid="ignore"):
-            dist = np.minimum(nxt - ge + 1, gs - prv + 1)          # +inf where neither side has data
-        dist[self._count(gs, ge) > 0] = 0
+        # The union of the data is disjoint runs [a_k, b_k).  p = b_k, the last run end <= qs
+        # (-inf if none on the query's chromosome); the run after it is the first to end after
+        # qs, and it starts at c = the first data start >= p (no data starts in a gap between
+        # runs; +inf if none).  So the query overlaps the data iff c < qe; otherwise the nearest
+        # data ends at p (nothing ends in (p, qs]) or starts at c (nothing starts in [qe, c)).
+        base = np.floor((gs + ge) / (2 * SPAN)) * SPAN       # the query's chromosome, a window
+        lo, hi = base - SPAN / 2, base + SPAN / 2            # of the axis holding all of its data
+        p = self._run("closest_prev", B=interval_tensor(lo, gs, "both"), UE=self.UE).level.child.val
+        c = self._run("closest_next", A=interval_tensor(np.maximum(p, lo), hi, "left"), S=self.S).level.child.val
+        dist = np.minimum(c - ge + 1, gs - p + 1)            # +inf where the chromosome has no data
+        dist[c < ge] = 0
         finite = np.isfinite(dist)
         has = np.flatnonzero(finite)
         # every data interval within `dist` of the query overlaps the query widened by it, and none
@@ -303,7 +300,7 @@ class GenomeIndex:
         out = Dense(SparseList(Pattern(), shape=max(self.n, 1)))
         O = self._pairs("overlap", gs[has] - d, ge[has] + d, out)
         lvl = O.level.child
-        qi, j = has[_rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
+        qi, j = has[rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
         if ties != "all" and len(qi):
             first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
             qi, j = qi[first], j[first]
@@ -312,17 +309,17 @@ class GenomeIndex:
         if not len(none):
             return qi, data, dist_out
         # queries without data on their chromosome: one row each (-1, -1), merged in query order
-        rows = np.concatenate([qi, none])
-        order = np.argsort(rows, kind="stable")
+        qrows = np.concatenate([qi, none])
+        order = np.argsort(qrows, kind="stable")
         minus = np.full(len(none), -1, np.int64)
-        return rows[order], np.concatenate([data, minus])[order], np.concatenate([dist_out, minus])[order]
+        return qrows[order], np.concatenate([data, minus])[order], np.concatenate([dist_out, minus])[order]
 
     def covered(self, start, end, chrom=None) -> np.ndarray:
         """Bases of each (widened) query interval covered by at least one data interval, int64."""
         return self._covered(*self.genome(chrom, start, end)[:2])
 
     def _covered(self, gs, ge):
-        B = self._run("covered", Q=_intervals(gs, ge, "left"), Depth=self.Depth)
+        B = self._run("covered", Q=interval_tensor(gs, ge, "left"), Depth=self.Depth)
         return np.rint(np.asarray(B.level.child.val)).astype(np.int64)
 
     def coverage(self, start, end, chrom=None) -> dict:
@@ -339,11 +336,11 @@ class GenomeIndex:
         covered keeps its original coordinates, as bedtools prints it."""
         gs, ge, zero = self.genome(chrom, start, end)
         out = Dense(SparseRunList(Pattern()))
-        R = self._run("subtract", out=out, Q=_intervals(gs, ge, "left"), Depth=self.Depth)
+        R = self._run("subtract", out=out, Q=interval_tensor(gs, ge, "left"), Depth=self.Depth)
         lx = R.level.child
-        qi = _rows(np.asarray(lx.ptr))
+        qi = rows(np.asarray(lx.ptr))
         left, right = np.asarray(lx.left), np.asarray(lx.right)
-        _, ps, pe = _decode(left, right)
+        _, ps, pe = decode(left, right)
         z = zero[qi]
         if z.any():                       # one row per surviving zero-length query, as given
             first = np.ones(len(qi), bool)
@@ -360,7 +357,7 @@ class GenomeIndex:
         touching intervals merge.  A run made of one zero-length interval prints as that interval."""
         M = self._run("merge", out=SparseRunList(Pattern()), Depth=self.Depth)
         left, right = np.asarray(M.level.left), np.asarray(M.level.right)
-        code, s, e = _decode(left, right)
+        code, s, e = decode(left, right)
         # a run [p-1, p+1) over a zero-length interval at p is that interval alone iff exactly one
         # interval meets it
         cand = np.flatnonzero((e - s == 2) & np.isin(left + 1, self._zero_at))
@@ -371,79 +368,3 @@ class GenomeIndex:
             s[lone] += 1
             e[lone] -= 1
         return np.asarray(self.chroms, dtype=object)[code], s, e
-
-
-def _intervals(start, end, closed) -> Tensor:
-    """interval_set(start, end, closed) without re-validation: callers pass coordinates `genome`
-    produced (checked, widened, so start < end), starts all finite or all -inf (prefixes), so the
-    format facts are read off the first start instead of a pass over the array."""
-    lvl = SparseInterval(Pattern(), start, end, closed)
-    prefix = len(start) > 0 and start[0] == -np.inf
-    lvl.__dict__.update(finite=not prefix, unbounded=prefix)      # the cached_property values
-    return Tensor(Dense(lvl, len(lvl.left)), name="interval_set", validate=False)
-
-
-def _rows(ptr) -> np.ndarray:
-    """Row (query) number of every entry of a Dense -> sparse output, from the sparse level's ptr.
-    Rows of about one entry: +1 at every row start, accumulated (np.repeat pays per row); longer
-    rows: np.repeat (the accumulation pays per entry, 2-4x more past ~3 entries per row)."""
-    m, n = int(ptr[-1]), len(ptr) - 1
-    if m > 3 * n:
-        return np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-    return np.cumsum(np.bincount(ptr[1:-1], minlength=m)[:m])
-
-
-def _decode(left, right):
-    """Genome-axis intervals -> (chromosome code, start, end).  The midpoint decides the
-    chromosome: a widened interval at 0 starts at -1, below its chromosome's offset."""
-    code = np.floor((left + right) / (2 * SPAN)).astype(np.int64)
-    base = code * SPAN
-    return code, (left - base).astype(np.int64), (right - base).astype(np.int64)
-
-
-def _depth_track(gs: np.ndarray, ge: np.ndarray) -> Tensor:
-    """Depth of coverage as runs [c_k, c_{k+1}) of constant positive depth (bedtools genomecov -bg):
-    endpoint events sorted, summed per coordinate, accumulated."""
-    coords = np.concatenate([gs, ge])
-    delta = np.concatenate([np.ones(len(gs), np.int64), -np.ones(len(ge), np.int64)])
-    u, inv = np.unique(coords, return_inverse=True)
-    d = np.zeros(len(u), np.int64)
-    np.add.at(d, inv, delta)
-    keep = d != 0                                  # a coordinate where as many end as start changes nothing
-    u, d = u[keep], d[keep]
-    depth = np.cumsum(d)
-    run = depth[:-1] > 0
-    left, right, val = u[:-1][run], u[1:][run], depth[:-1][run]
-    lvl = SparseRunList(Element(0, val=val, dtype=np.int64), np.array([0, len(left)], np.int64), left, right, "left")
-    return Tensor(lvl, name="Depth")
-
-
-def _sorted_points(x: np.ndarray) -> Tensor:
-    """P[x, j] over sorted coordinates x (j = position in x): SparseList over the distinct
-    coordinates, each owning a tiled range of ids (integer SparseInterval, one shared array of
-    offsets) -> Pattern.  16 bytes per distinct coordinate, where `points` stores an id array too."""
-    n = len(x)
-    first = np.flatnonzero(np.r_[True, x[1:] != x[:-1]]) if n else np.zeros(0, np.int64)
-    cum = np.append(first, n).astype(np.int64)           # ids of coordinate k: cum[k] .. cum[k+1]-1
-    ids = SparseInterval(Pattern(), cum[:-1], cum[1:], "left", shape=n)
-    return Tensor(SparseList(ids, np.array([0, len(first)], np.int64), x[first]), name="points", validate=False)
-
-
-_BUILD = {  # index tensor name -> build(sorted starts, ends on the genome axis)
-    "S": lambda gs, ge: _sorted_points(gs),
-    "E": lambda gs, ge: _sorted_points(np.sort(ge)),
-    "D": lambda gs, ge: _intervals(gs, ge, "left"),
-    "Depth": _depth_track,
-}
-
-
-def _tensor_bytes(t: Tensor) -> int:
-    """Bytes of the tensor's arrays, each buffer counted once (views of one array share it)."""
-    seen, total = set(), 0
-    for a in t.level.arrays():
-        if isinstance(a, np.ndarray):
-            base = a.base if a.base is not None else a
-            if id(base) not in seen:
-                seen.add(id(base))
-                total += base.nbytes
-    return total

@@ -15,9 +15,7 @@ def main(path):
         data = json.load(f)
     rows, hits = defaultdict(dict), {}
     for b in data["benchmarks"]:
-        impl = b["name"].split("[")[1].split("-")[0]
-        if b["group"].startswith("cities500"):
-            impl = b["param"] if "param" in b else b["params"]["impl"]
+        impl = b["params"]["impl"]
         rows[b["group"]][impl] = b["stats"]["median"] * 1e6
         hits[b["group"]] = (b.get("extra_info") or {}).get("hits", "")
     impls = []

@@ -128,18 +128,13 @@ class PointIndex:
             call = self._calls[name] = k.pack(**args)
             xl, yl = box.levels()[0], box.levels()[1]
             call.box = (xl.left, xl.right, yl.left, yl.right)
-            call.views = {}
         return call
 
     def _run(self, call, x0, y0, x1, y1, sort):
         box = call.box
         box[0][0], box[1][0], box[2][0], box[3][0] = x0, x1, y0, y1
         call.run()
-        ptr_cell = call.cells[(0, "ptr")]
-        ptr = call.views.get(int(ptr_cell[0]))                    # output buffers move only when grown
-        if ptr is None:
-            ptr = call.views[int(ptr_cell[0])] = call.buffer(0, "ptr", 2, np.int64)
-        nnz = int(ptr[1])
+        nnz = int(call.buffer(0, "ptr", 2, np.int64)[1])
         ranks = call.buffer(0, "idx", nnz, np.int64)
         ids = self.perm[ranks].astype(np.int64)
         if sort:

@@ -139,6 +139,21 @@ def check_no_nan(a: np.ndarray, name: str):
             raise FormatError(f"{name}[{int(np.flatnonzero(nan)[0])}] is NaN")
 
 
+def check_coords(idx: np.ndarray, coord: str, shape, name: str):
+    """Stored coordinates: finite pinpoints on a real axis, ids in [0, shape-1] on an integer one."""
+    if coord == "real":
+        check_no_nan(idx, f"{name}.idx")
+        bad = np.flatnonzero(np.isinf(idx))
+        if bad.size:
+            raise FormatError(f"{name}.idx[{int(bad[0])}] is infinite")
+    elif idx.size:
+        if shape is None:
+            raise FormatError(f"{name}: an integer level needs a shape")
+        bad = np.flatnonzero((idx < 0) | (idx >= shape))
+        if bad.size:
+            raise FormatError(f"{name}.idx[{int(bad[0])}] = {idx[bad[0]].item()} outside [0, {shape - 1}]")
+
+
 def check_ptr(ptr: np.ndarray, npos: int, nnz: int, name: str):
     if ptr.shape != (npos + 1,):
         raise FormatError(f"{name}.ptr: expected length {npos + 1}, got {ptr.shape[0]}")

@@ -25,7 +25,7 @@ from ..limits import Limit
 from ..looplets.nodes import (FillLeaf, Fiber, Lookup, PhaseSpec, Run, Sequence, Spike,
                               Stepper, Thunk)
 from .append import append_entry, fiber_writer
-from .level import Level, as_array, check_no_nan, check_ptr
+from .level import Level, as_array, check_coords, check_ptr
 
 
 class SparseList(Level):
@@ -75,9 +75,7 @@ class SparseList(Level):
         if self.ptr is None or self.idx is None:
             raise FormatError(f"{name}: SparseList has no data")
         check_ptr(self.ptr, npos, len(self.idx), name)
-        check_no_nan(self.idx, f"{name}.idx")
-        if self.coord == "real" and np.isinf(self.idx).any():
-            raise FormatError(f"{name}.idx[{int(np.flatnonzero(np.isinf(self.idx))[0])}] is infinite")
+        check_coords(self.idx, self.coord, self.shape, name)
         # strictly increasing inside each fiber: compare neighbours except across fiber starts
         if self.idx.size > 1:
             bad = np.diff(self.idx) <= 0
@@ -88,12 +86,6 @@ class SparseList(Level):
                 k = int(bad[0] + 1)
                 raise FormatError(f"{name}.idx[{k}] = {self.idx[k].item()!r} is not greater than the previous "
                                   "coordinate (coordinates must be sorted and distinct)")
-        if self.coord == "int" and self.idx.size:
-            if self.shape is None:
-                raise FormatError(f"{name}: an integer SparseList needs a shape")
-            bad = np.flatnonzero((self.idx < 0) | (self.idx >= self.shape))
-            if bad.size:
-                raise FormatError(f"{name}.idx[{int(bad[0])}] = {self.idx[bad[0]].item()} outside [0, {self.shape - 1}]")
         self.child.validate(self.child_count(npos), name)
 
     def eval(self, pos, coords):

@@ -18,7 +18,7 @@ from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence, Spike
 from ..looplets.truncate import truncate
-from .level import Level, as_array, check_no_nan
+from .level import Level, as_array, check_coords
 
 
 class SparsePoint(Level):
@@ -66,15 +66,7 @@ class SparsePoint(Level):
     def validate(self, npos, name):
         if self.idx is None or len(self.idx) != npos:
             raise FormatError(f"{name}.idx: expected {npos} coordinates, one per fiber")
-        if self.coord == "real":
-            check_no_nan(self.idx, f"{name}.idx")
-            bad = np.flatnonzero(np.isinf(self.idx))
-            if bad.size:
-                raise FormatError(f"{name}.idx[{int(bad[0])}] is infinite")
-        else:
-            bad = np.flatnonzero((self.idx < 0) | (self.idx >= self.shape))
-            if bad.size:
-                raise FormatError(f"{name}.idx[{int(bad[0])}] = {self.idx[bad[0]].item()} outside [0, {self.shape - 1}]")
+        check_coords(self.idx, self.coord, self.shape, name)
         self.child.validate(npos, name)
 
     def eval(self, pos, coords):

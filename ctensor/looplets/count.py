@@ -22,7 +22,7 @@ from ..lower.notation import (
     uses_index,
     walk_accesses,
 )
-from ..lower.tile import spans_axis
+from ..lower.tile import is_piece
 
 
 def operands(e, ops=("*",)):
@@ -37,10 +37,14 @@ def operands(e, ops=("*",)):
 
 def reduction_nest(loop: Loop):
     """(innermost statement, indices looped over, sieve conditions met on the way) of a loop nest;
-    the sieves are kept by a collapse: they guard the inner loops (e.g. a non-empty shape)."""
+    the sieves are kept by a collapse: they guard the inner loops (e.g. a non-empty shape).  The
+    statement is None when an inner loop runs over a tile piece only (`lower.tile`): a collapse
+    counting whole subtrees would ignore that restriction."""
     body, idxs, sieves = loop.body, [loop.idx], []
     while isinstance(body, (Loop, Sieve)):
         if isinstance(body, Loop):
+            if is_piece(body.ext):
+                return None, idxs, sieves
             idxs.append(body.idx)
         else:
             sieves.append(body.cond)
@@ -66,8 +70,6 @@ def try_count_collapse(ctx, loop: Loop, acc: Access) -> bool:
     if count is None:
         return False
     body, idxs, sieves = reduction_nest(loop)
-    if not spans_axis(loop):
-        return False
     if not isinstance(body, Assign) or body.op != "+" or tuple(acc.idxs) != tuple(idxs):
         return False
     if any(body.measures.get(i) != "counting" for i in idxs):

@@ -17,7 +17,6 @@ from __future__ import annotations
 from ..lower.notation import (Access, Assign, Call, Idx, Lit, Loop, Sieve, Val, subst_index, uses_index,
                               walk_accesses)
 from ..lower.ops import REDUCTIONS
-from ..lower.tile import spans_axis
 from .count import free_of, operands, reduction_nest, resieve
 
 
@@ -54,8 +53,6 @@ def try_extremum_collapse(ctx, loop: Loop, acc: Access) -> bool:
     if extremum is None:
         return False
     body, idxs, sieves = reduction_nest(loop)
-    if not spans_axis(loop):
-        return False
     if not isinstance(body, Assign) or body.op not in ("min", "max") or tuple(acc.idxs) != tuple(idxs):
         return False
     if any(body.measures.get(i) not in ("counting", "boolean") for i in idxs):

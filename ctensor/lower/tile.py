@@ -43,7 +43,7 @@ class Piece:
 
 class PieceExtent(Extent):
     """An inner loop's extent once bound to a tile piece; collapses that assume an inner loop spans
-    its whole axis (`looplets.count`, `looplets.extremum`) check for it."""
+    its whole axis check for it (`looplets.count.reduction_nest`)."""
 
 
 @dataclass
@@ -115,11 +115,6 @@ def bind_pieces(node, tile: str, ext: Extent):
     return node
 
 
-def spans_axis(loop) -> bool:
-    """False for a loop nest with an inner loop restricted to a tile piece."""
-    body = loop.body
-    while isinstance(body, (Loop, Sieve)):
-        if isinstance(body, Loop) and isinstance(body.ext, (Piece, PieceExtent)):
-            return False
-        body = body.body
-    return True
+def is_piece(ext) -> bool:
+    """Is a loop's extent (waiting for or bound to) a tile piece rather than its whole axis?"""
+    return isinstance(ext, (Piece, PieceExtent))

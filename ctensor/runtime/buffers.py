@@ -51,6 +51,21 @@ def adopt_array(cell, n: int, dtype) -> np.ndarray:
     return np.asarray(_CBuffer(address, n, dtype))
 
 
+class _Borrowed:
+    """A non-owning view of a kernel buffer for numpy's array interface (the kernel keeps it)."""
+
+    __slots__ = ("__array_interface__",)
+
+    def __init__(self, address: int, n: int, dtype: np.dtype):
+        self.__array_interface__ = {"data": (address, False), "shape": (n,), "typestr": dtype.str,
+                                    "version": 3}
+
+
+def borrow_array(address: int, n: int, dtype) -> np.ndarray:
+    """The n elements at `address` as a numpy array that does not own them."""
+    return np.asarray(_Borrowed(address, n, np.dtype(dtype)))
+
+
 def free(address: int):
     if address:
         _libc.free(ctypes.c_void_p(address))

@@ -33,7 +33,7 @@ from ..lower.nest import loop_nest
 from ..lower.tile import plan_tiles, tile_access_idxs, tile_extents
 from ..lower.notation import Access, Call, Idx, Lit, ScalarOut, Val
 from ..lower.ops import to_ir
-from .buffers import adopt_array, free
+from .buffers import adopt_array, borrow_array, free
 
 _NP = {"bool": np.bool_, "int": np.int64, "float": np.float64}
 _IR = {"bool": I8, "int": I64, "float": F64}
@@ -85,6 +85,7 @@ class Kernel:
             raise InvalidProgramError(f"out= format has {out_fmt.ndim} modes but {es.out} has {len(es.out_idxs)}")
         self.out_fmt = out_fmt
         self._build(tensors, scalars)
+        self.scalar_slot = {g[1]: k for k, g in enumerate(self.getters) if g[0] == "scalar"}
         t1 = time.perf_counter()
         self.compiled = compile_function(self.fn)
         self.compile_seconds = {"lower": t1 - t0, **self.compiled.compile_seconds,
@@ -128,7 +129,7 @@ class Kernel:
             self._output_getters(ctx, before)
             vout.declare(ctx, b.i64(1))
             lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
-        self.tiling = tiling = plan_tiles(es, plan, tensors)
+        tiling = plan_tiles(es, plan, tensors)
         rhs = _notation(plan.rhs, roots, svals, plan.kinds, tiling)
         extents = {i: vlevels[plan.source[i]].extent() for i in plan.order}
         order = plan.order
@@ -298,7 +299,7 @@ class PackedCall:
 
     def set_scalar(self, name: str, value):
         """Rewrite scalar argument `name` in the argument block (for `run`); kinds as compiled."""
-        k = self.kernel.getters.index(("scalar", name))
+        k = self.kernel.scalar_slot[name]
         if self.kernel.scalar_kinds[name] == "float":
             self.block[k] = np.float64(value).view(np.int64)
         else:
@@ -325,7 +326,7 @@ class PackedCall:
         key = (depth, attr)
         view = self._views.get(key)
         if view is None or view[0] != int(cell[0]) or len(view[1]) < n or view[1].dtype != dtype:
-            view = self._views[key] = (int(cell[0]), np.asarray(_View(int(cell[0]), int(cell[1]), dtype)))
+            view = self._views[key] = (int(cell[0]), borrow_array(int(cell[0]), int(cell[1]), dtype))
         return view[1][:n]
 
     def release(self):
@@ -346,17 +347,7 @@ class PackedCall:
             # well-formed by construction: appends are checked in order by the kernel itself
             return Tensor(k._rebuild(self.tensors, self.cells), name=k.es.out, validate=False)
         finally:
-            for cell in self.cells.values():
-                free(int(cell[0]))
-            self.cells = {}
-
-
-class _View:
-    """A borrowed (non-owning) view of a kernel buffer, for numpy's array interface."""
-
-    def __init__(self, address: int, n: int, dtype: np.dtype):
-        self.__array_interface__ = {"data": (address, False), "shape": (n,), "typestr": dtype.str,
-                                    "version": 3}
+            self.release()
 
 
 def homogenize(lvl: SparseRunList) -> SparseRunList:

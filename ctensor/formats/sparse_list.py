@@ -238,6 +238,9 @@ class VSparseList:
     # ---------------------------------------------------------------- write
     def declare(self, ctx, npos):
         self.qos = ctx.mut(I64, b.i64(0), self.name + "_qos")
+        # one fiber (the output's root level): its entries are slots 0..qos-1, so the fiber's
+        # count is written once at freeze instead of being updated in memory at every unfurl
+        self._one_fiber = b.is_const(npos) and npos.value == 1
         self.assemble(ctx, b.i64(0), b.sub(npos, b.i64(1)))
         ctx.emit(ir.Store(self.ptrbuf.data, b.i64(0), b.i64(0)))
         self.child.declare(ctx, b.i64(0))     # sparse children grow as entries are appended
@@ -248,6 +251,8 @@ class VSparseList:
         ctx.emit(ir.For(k, b.add(start, b.i64(1)), b.add(stop, b.i64(2)), [ir.Store(self.ptrbuf.data, ir.Read(k), b.i64(0))]))
 
     def freeze(self, ctx, npos):
+        if getattr(self, "_one_fiber", False):
+            ctx.emit(ir.Store(self.ptrbuf.data, b.i64(1), ir.Read(self.qos)))
         prefix_sum(ctx, self.ptrbuf.data, npos)
         self.child.freeze(ctx, ctx.let(b.load(self.ptrbuf.data, npos)))
 
@@ -257,6 +262,9 @@ class VSparseList:
                                 out_of_order=lambda ctx, p: b.le(j.v, b.load(self.idxbuf.data, p)),
                                 first=lambda: st["first"])
         st = {}
+        if self._one_fiber:
+            st["first"] = b.i64(0)
+            return Lookup(point)
         return fiber_writer(self, pos, Lookup(point), self.ptrbuf, st)
 
 

@@ -99,7 +99,7 @@ def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.Da
     then data columns suffixed `_`, then `distance` (0 when they overlap, `b.start - a.end + 1` for b
     downstream, `a.start - b.end + 1` upstream: book-ended intervals are 1 apart, as bedtools counts).
     Every tied nearest interval gets a row (`ties='first'`/`'last'`: only the first/last in data
-    start order, ties in start broken by data row order; bedtools sorts with an unstable sort, so
+    start order, equal starts in the index's order; bedtools sorts with an unstable sort, so
     when tied intervals also share their start it may pick another of them — about 3% of queries on
     the synthetic sets; `ties='all'` always equals bedtools).  A query with no data on its chromosome gets one row whose data columns and
     distance are missing (`<NA>`; bedtools prints `. -1 -1` and -1).  Integer data columns and

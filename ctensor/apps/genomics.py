@@ -101,8 +101,8 @@ def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.Da
     Every tied nearest interval gets a row (`ties='first'`/`'last'`: only the first/last in data
     start order, equal starts in the index's order; bedtools sorts with an unstable sort, so
     when tied intervals also share their start it may pick another of them — about 3% of queries on
-    the synthetic sets; `ties='all'` always equals bedtools).  A query with no data on its chromosome gets one row whose data columns and
-    distance are missing (`<NA>`; bedtools prints `. -1 -1` and -1).  Integer data columns and
+    the synthetic sets; `ties='all'` always equals bedtools).  A query with no data on its
+    chromosome gets one row whose data columns and distance are missing (`<NA>`; bedtools prints `. -1 -1` and -1).  Integer data columns and
     `distance` are nullable `Int64`.  With `return_index`, columns `index` and `index_` give the row
     positions of the query and of the data interval (-1 when there is none)."""
     q, idx, a = _args(query, data, "closest")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from ..analysis.guards import GuardProver
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I1, I64, PtrType, ScalarType
@@ -18,7 +19,9 @@ SCAN = 4
 
 
 class Context:
-    def __init__(self):
+    def __init__(self, prove_guards: bool = False):
+        # the z3 guard prover (`ctensor.analysis.guards`) and the facts it reasons from, or None
+        self.prover = GuardProver() if prove_guards else None
         self.params: list[ir.Var] = []
         self.param_roles: list[tuple] = []      # (role, owner, buffer name) per param
         self._stack: list[list] = [[]]
@@ -46,10 +49,26 @@ class Context:
         """Collect the statements emitted inside the `with` into a fresh list."""
         body: list = []
         self._stack.append(body)
+        if self.prover:
+            self.prover.push()                  # facts assumed inside hold only inside
         try:
             yield body
         finally:
             self._stack.pop()
+            if self.prover:
+                self.prover.pop()
+
+    # ---------------------------------------------------------------- facts (guard prover)
+    def assume(self, cond):
+        """State that i1 `cond` holds from here to the end of the current block (a fact of the
+        lowering, e.g. a stored coordinate is finite); the guard prover may use it."""
+        if self.prover:
+            self.prover.assume(cond)
+
+    def prove(self, cond):
+        """A guard decided at compile time when z3 proves it under the known facts (TRUE/FALSE),
+        possibly with implied conjuncts dropped; `cond` itself when unproved or switched off."""
+        return self.prover.prove(cond) if self.prover else cond
 
     def let(self, expr, hint: str = "v"):
         """Bind an expression to an SSA value unless it is already trivial."""
@@ -57,6 +76,8 @@ class Context:
             return expr
         v = ir.Var(self.fresh(hint), expr.type, "let")
         self.emit(ir.Let(v, expr))
+        if self.prover:
+            self.prover.define(v, expr)
         return ir.Read(v)
 
     def mut(self, ty, init, hint: str = "m") -> ir.Var:
@@ -82,11 +103,16 @@ class Context:
         if b.is_const(cond):
             self.if_(cond, then_fn)
             return
+        decided = self.prover.decided if self.prover else 0
         with self.block() as body:
+            self.assume(cond)
             then_fn()
         if not body:
             return
-        if all(isinstance(s, (ir.Let, ir.Assign)) for s in body):
+        # an `if` inside that the prover removed (using cond) may have protected a load: such a
+        # body must stay behind a branch, not run speculatively
+        speculative_ok = not self.prover or self.prover.decided == decided or not any(map(_loads, body))
+        if speculative_ok and all(isinstance(s, (ir.Let, ir.Assign)) for s in body):
             c = self.let(cond, "guard")
             for s in body:
                 if isinstance(s, ir.Assign):
@@ -106,10 +132,12 @@ class Context:
                 else_fn()
             return
         with self.block() as t:
+            self.assume(cond)
             then_fn()
         e: list = []
         if else_fn:
             with self.block() as e:
+                self.assume(b.lnot(cond))
                 else_fn()
         if t or e:
             self.emit(ir.If(cond, t, e))
@@ -207,6 +235,15 @@ class Context:
     def statements(self) -> list:
         assert len(self._stack) == 1
         return self._stack[0]
+
+
+def _loads(s) -> bool:
+    """Does a Let or Assign statement read memory?"""
+    def has(e):
+        if isinstance(e, ir.Load):
+            return True
+        return any(has(getattr(e, f)) for f in ("a", "b", "cond", "ptr", "index") if hasattr(e, f))
+    return isinstance(s, (ir.Let, ir.Assign)) and has(s.value)
 
 
 class GrowBuffer:

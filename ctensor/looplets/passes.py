@@ -75,7 +75,7 @@ def switch_pass(ctx, loop):
         if k == len(cases) - 1:
             go()
         else:
-            ctx.if_(ctx.prove(cond), go, lambda: branch(k + 1))
+            ctx.if_(cond, go, lambda: branch(k + 1), prove=True)
     branch(0)
 
 
@@ -92,13 +92,10 @@ def phase_pass(ctx, loop):
         sub = Extent(_bind(ctx, sub.start, loop.idx + "_start"), _bind(ctx, sub.stop, loop.idx + "_stop"),
                      ext.continuous)
         nonempty = sub.nonempty()
-    nonempty = ctx.prove(nonempty)
-    if b.is_const(nonempty, False):
-        return
     # inside the guard the stop is known to be above -inf (nonempty() checked it)
     sub = Extent(sub.start, SymLimit(sub.stop.v, sub.stop.e, True), sub.continuous)
     body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Phase), lambda a: a.tns.body(ctx, sub), sub)
-    ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)))
+    ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)), prove=True)
 
 
 def sequence_pass(ctx, loop):
@@ -120,10 +117,10 @@ def spike_pass(ctx, loop):
     ext = loop.ext
     is_spike = lambda a: isinstance(a.tns, Spike)
     body_ext = Extent(ext.start, ext.minus_unit(ext.stop), ext.continuous)
-    nonempty = ctx.prove(body_ext.nonempty())
+    nonempty = body_ext.nonempty()
     if not b.is_const(nonempty, False):
         body = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.body), body_ext)
-        ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, body_ext, body)))
+        ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, body_ext, body)), prove=True)
     tail_ext = Extent(ext.stop, ext.stop, ext.continuous)
     tail = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.tail), tail_ext)
     lower(ctx, Loop(loop.idx, tail_ext, tail))

@@ -67,7 +67,8 @@ class Context:
 
     def prove(self, cond):
         """A guard decided at compile time when z3 proves it under the known facts (TRUE/FALSE),
-        possibly with implied conjuncts dropped; `cond` itself when unproved or switched off."""
+        possibly with implied conjuncts dropped; `cond` itself when unproved or switched off.
+        Prefer `if_(..., prove=True)`, which asks only when the guarded code is not empty."""
         return self.prover.prove(cond) if self.prover else cond
 
     def let(self, expr, hint: str = "v"):
@@ -95,11 +96,12 @@ class Context:
     def assign(self, var: ir.Var, value):
         self.emit(ir.Assign(var, value))
 
-    def guard(self, cond, then_fn):
+    def guard(self, cond, then_fn, prove=False):
         """Emit `if cond {then_fn()}`, if-converted to selects when the body only binds values and
         updates accumulators (no stores, loops or returns).  This keeps the merge loop branchless:
         the guard is a data-dependent extent test that a branch predictor cannot learn.  The body's
-        loads read positions of live cursors, which are in bounds whether or not cond holds."""
+        loads read positions of live cursors, which are in bounds whether or not cond holds.
+        prove: let the guard prover decide cond (see `if_`)."""
         if b.is_const(cond):
             self.if_(cond, then_fn)
             return
@@ -109,6 +111,12 @@ class Context:
             then_fn()
         if not body:
             return
+        if prove and self.prover:
+            cond = self.prover.prove(cond)
+            if b.is_const(cond):
+                if cond.value:
+                    self._stack[-1].extend(body)
+                return
         # an `if` inside that the prover removed (using cond) may have protected a load: such a
         # body must stay behind a branch, not run speculatively
         speculative_ok = not self.prover or self.prover.decided == decided or not any(map(_loads, body))
@@ -122,8 +130,12 @@ class Context:
         else:
             self.emit(ir.If(cond, body, []))
 
-    def if_(self, cond, then_fn, else_fn=None):
-        """Emit `if cond {then_fn()} else {else_fn()}`, folding constant conditions."""
+    def if_(self, cond, then_fn, else_fn=None, prove=False):
+        """Emit `if cond {then_fn()} else {else_fn()}`, folding constant conditions.
+
+        prove: ask the guard prover (`ctensor.analysis.guards`) to decide or narrow cond — once
+        the branches are built (each under cond, resp. its negation, as a fact) and only when one
+        of them emitted code: a guard around nothing costs no z3 call."""
         if b.is_const(cond, True):
             then_fn()
             return
@@ -139,8 +151,14 @@ class Context:
             with self.block() as e:
                 self.assume(b.lnot(cond))
                 else_fn()
-        if t or e:
-            self.emit(ir.If(cond, t, e))
+        if not (t or e):
+            return
+        if prove and self.prover:
+            cond = self.prover.prove(cond)
+            if b.is_const(cond):                # the taken branch was built under a true fact
+                self._stack[-1].extend(t if cond.value else e)
+                return
+        self.emit(ir.If(cond, t, e))
 
     def fail_if(self, cond, status: int):
         self.if_(cond, lambda: self.emit(ir.Return(status)))

@@ -30,7 +30,7 @@ def lower(ctx, node):
             lower(ctx, s)
     elif isinstance(node, Sieve):
         # the guards of collapses (the counting measure's `length == 0`, Fig. 18-19) and nests
-        ctx.if_(ctx.prove(node.cond), lambda: lower(ctx, node.body))
+        ctx.if_(node.cond, lambda: lower(ctx, node.body), prove=True)
     elif isinstance(node, Assign):
         emit_assign(ctx, node)
     elif isinstance(node, Loop):

@@ -193,6 +193,31 @@ def test_unknown_and_budget_keep_the_guard(monkeypatch):
     assert under(ctx, ext.nonempty(), g) is g and ctx.prover.stats["z3_checks"] == 0
 
 
+def test_guard_around_nothing_costs_no_z3():
+    ctx, (a0, a1, p) = ctx_with("a0", "a1", "p")
+    ext = fig19(ctx, a0, a1, p)
+    ctx.if_(ext.nonempty(), lambda: ctx.if_(ext.finite_pinpoint(), lambda: None, prove=True), prove=True)
+    assert ctx.prover.stats["z3_checks"] == 0
+    assert not any(isinstance(st, ir.If) for st in ctx.statements())
+
+
+def test_decided_guard_keeps_its_load_behind_a_branch():
+    """`guard` if-converts a body of lets and accumulator updates (it runs speculatively).  When
+    the prover removed an inner `if` using the guard's own condition, a load that `if` protected
+    must not run when the condition is false: the body stays an `if`."""
+    ctx, (a0, a1, p) = ctx_with("a0", "a1", "p")
+    buf = ir.Read(ctx.param("buf", ir.PtrType(F64)))
+    acc = ctx.mut(F64, b.f64(0.0), "acc")
+    ext = fig19(ctx, a0, a1, p)
+
+    def body():
+        ctx.if_(ext.finite_pinpoint(), lambda: ctx.assign(acc, b.add(ir.Read(acc), b.load(buf, 0))), prove=True)
+    ctx.guard(ext.nonempty(), body, prove=True)
+    last = ctx.statements()[-1]
+    assert isinstance(last, ir.If) and ctx.prover.stats["true"] == 1
+    assert isinstance(last.then[-1], ir.Assign)       # the inner test is gone, the branch stays
+
+
 # ---------------------------------------------------------------- kernels
 
 def _conds(stmts):

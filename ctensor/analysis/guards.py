@@ -16,7 +16,9 @@ its length is 0, so the counting sum needs no length test.
 `prove(cond)` returns TRUE or FALSE when z3 proves the guard always holds or never holds under
 those facts (unsat of the negation), `cond` with the conjuncts (disjuncts) the others and the facts
 imply removed, or `cond` unchanged — always the unchanged guard when z3 answers unknown or the
-per-kernel budget is spent.  Facts that read a mutable variable or memory directly are not kept
+per-kernel budget is spent.  The lowering asks through `Context.if_(..., prove=True)` /
+`Context.guard(..., prove=True)` (looplet passes: phase, spike, switch; the sieves of collapses and
+nests), after building the guarded code and only when it is not empty.  Facts that read a mutable variable or memory directly are not kept
 (a later assignment or store could falsify them); reads inside let definitions are snapshots and
 stay valid.  Only guards over floats or ε (Limit guards) go to z3; integer position tests do not.
 

@@ -40,7 +40,10 @@ def _accesses(loop, cls):
 
 
 def _bind(ctx, x: SymLimit, hint, finite=None) -> SymLimit:
-    return SymLimit(ctx.let(x.v, hint), ctx.let(x.e, hint + "_e"), x.finite if finite is None else finite)
+    out = SymLimit(ctx.let(x.v, hint), ctx.let(x.e, hint + "_e"), x.finite if finite is None else finite)
+    if out.finite:                       # a fact for the guard prover (stored coordinates are finite)
+        ctx.assume(b.lt(b.f64(float("-inf")), out.v))
+    return out
 
 
 # ---------------------------------------------------------------- passes
@@ -72,7 +75,7 @@ def switch_pass(ctx, loop):
         if k == len(cases) - 1:
             go()
         else:
-            ctx.if_(cond, go, lambda: branch(k + 1))
+            ctx.if_(cond, go, lambda: branch(k + 1), prove=True)
     branch(0)
 
 
@@ -92,7 +95,7 @@ def phase_pass(ctx, loop):
     # inside the guard the stop is known to be above -inf (nonempty() checked it)
     sub = Extent(sub.start, SymLimit(sub.stop.v, sub.stop.e, True), sub.continuous)
     body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Phase), lambda a: a.tns.body(ctx, sub), sub)
-    ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)))
+    ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)), prove=True)
 
 
 def sequence_pass(ctx, loop):
@@ -117,7 +120,7 @@ def spike_pass(ctx, loop):
     nonempty = body_ext.nonempty()
     if not b.is_const(nonempty, False):
         body = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.body), body_ext)
-        ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, body_ext, body)))
+        ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, body_ext, body)), prove=True)
     tail_ext = Extent(ext.stop, ext.stop, ext.continuous)
     tail = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.tail), tail_ext)
     lower(ctx, Loop(loop.idx, tail_ext, tail))
@@ -156,8 +159,15 @@ def stepper_pass(ctx, loop):
     cur = lambda: SymLimit(ir.Read(iv), ir.Read(ie) if ie is not None else const_e)
     for acc in steppers:
         acc.tns.seek(ctx, ext)
+    exact_start = ie is not None or _e_ge(const_e, ext.start.e)
     with ctx.block() as body:
         i0 = _bind(ctx, cur(), loop.idx + "_i")
+        # facts for the guard prover: the loop condition holds for this step's start, and the
+        # cursor, which starts at ext.start and only moves forward (chunk stops are at or after
+        # it on canonical input), lies in the extent (in value only when its first ε is not
+        # ext.start's: a start at -inf, see above)
+        ctx.assume(lim_le(i0, ext.stop))
+        ctx.assume(lim_le(ext.start, i0) if exact_start else b.le(ext.start.v, i0.v))
         stops = {}
         for acc in steppers:
             acc.tns.preamble(ctx)
@@ -180,6 +190,11 @@ def stepper_pass(ctx, loop):
     ctx.emit(ir.While(lim_le(cur(), ext.stop), body))
 
 
+def _e_ge(e, f) -> bool:
+    """Compile time: ε expression e is a constant >= the constant f."""
+    return b.is_const(e) and b.is_const(f) and e.value >= f.value
+
+
 def try_spike_walk(ctx, loop, acc) -> bool:
     """A lone stepper of spikes whose fill makes the body a no-op (x * 0, x & false, min= inf...):
     visit its stored coordinates only — `q = seek(start); while stop(q) <= ext.stop: body at
@@ -196,6 +211,7 @@ def try_spike_walk(ctx, loop, acc) -> bool:
     with ctx.block() as body:
         st.preamble(ctx)
         s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
+        ctx.assume(lim_le(ext.start, s))      # seek found the first stored coordinate >= ext.start
 
         def visit():
             point = Extent(s, s, ext.continuous)
@@ -221,6 +237,9 @@ def lookup_pass(ctx, loop):
     is_lookup = lambda a: isinstance(a.tns, Lookup)
     if ext.continuous:
         pin = ext.is_pinpoint()
+        if not b.is_const(pin):          # a proof of "never a pinpoint" stays a run-time error
+            proved = ctx.prove(pin)
+            pin = pin if b.is_const(proved, False) else proved
         if b.is_const(pin, False):
             names = ", ".join(a.name for a in _accesses(loop, Lookup))
             raise InvalidProgramError(f"{names}: a pinpoint-only access (Lookup) cannot cover an interval of "

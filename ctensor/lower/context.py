@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from ..analysis.guards import GuardProver
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I1, I64, PtrType, ScalarType
@@ -18,7 +19,9 @@ SCAN = 4
 
 
 class Context:
-    def __init__(self):
+    def __init__(self, prove_guards: bool = False):
+        # the z3 guard prover (`ctensor.analysis.guards`) and the facts it reasons from, or None
+        self.prover = GuardProver() if prove_guards else None
         self.params: list[ir.Var] = []
         self.param_roles: list[tuple] = []      # (role, owner, buffer name) per param
         self._stack: list[list] = [[]]
@@ -46,10 +49,27 @@ class Context:
         """Collect the statements emitted inside the `with` into a fresh list."""
         body: list = []
         self._stack.append(body)
+        if self.prover:
+            self.prover.push()                  # facts assumed inside hold only inside
         try:
             yield body
         finally:
             self._stack.pop()
+            if self.prover:
+                self.prover.pop()
+
+    # ---------------------------------------------------------------- facts (guard prover)
+    def assume(self, cond):
+        """State that i1 `cond` holds from here to the end of the current block (a fact of the
+        lowering, e.g. a stored coordinate is finite); the guard prover may use it."""
+        if self.prover:
+            self.prover.assume(cond)
+
+    def prove(self, cond):
+        """A guard decided at compile time when z3 proves it under the known facts (TRUE/FALSE),
+        possibly with implied conjuncts dropped; `cond` itself when unproved or switched off.
+        Prefer `if_(..., prove=True)`, which asks only when the guarded code is not empty."""
+        return self.prover.prove(cond) if self.prover else cond
 
     def let(self, expr, hint: str = "v"):
         """Bind an expression to an SSA value unless it is already trivial."""
@@ -57,6 +77,8 @@ class Context:
             return expr
         v = ir.Var(self.fresh(hint), expr.type, "let")
         self.emit(ir.Let(v, expr))
+        if self.prover:
+            self.prover.define(v, expr)
         return ir.Read(v)
 
     def mut(self, ty, init, hint: str = "m") -> ir.Var:
@@ -74,19 +96,31 @@ class Context:
     def assign(self, var: ir.Var, value):
         self.emit(ir.Assign(var, value))
 
-    def guard(self, cond, then_fn):
+    def guard(self, cond, then_fn, prove=False):
         """Emit `if cond {then_fn()}`, if-converted to selects when the body only binds values and
         updates accumulators (no stores, loops or returns).  This keeps the merge loop branchless:
         the guard is a data-dependent extent test that a branch predictor cannot learn.  The body's
-        loads read positions of live cursors, which are in bounds whether or not cond holds."""
+        loads read positions of live cursors, which are in bounds whether or not cond holds.
+        prove: let the guard prover decide cond (see `if_`)."""
         if b.is_const(cond):
             self.if_(cond, then_fn)
             return
+        decided = self.prover.decided if self.prover else 0
         with self.block() as body:
+            self.assume(cond)
             then_fn()
         if not body:
             return
-        if all(isinstance(s, (ir.Let, ir.Assign)) for s in body):
+        if prove and self.prover:
+            cond = self.prover.prove(cond)
+            if b.is_const(cond):
+                if cond.value:
+                    self._stack[-1].extend(body)
+                return
+        # an `if` inside that the prover removed (using cond) may have protected a load: such a
+        # body must stay behind a branch, not run speculatively
+        speculative_ok = not self.prover or self.prover.decided == decided or not any(map(_loads, body))
+        if speculative_ok and all(isinstance(s, (ir.Let, ir.Assign)) for s in body):
             c = self.let(cond, "guard")
             for s in body:
                 if isinstance(s, ir.Assign):
@@ -96,8 +130,12 @@ class Context:
         else:
             self.emit(ir.If(cond, body, []))
 
-    def if_(self, cond, then_fn, else_fn=None):
-        """Emit `if cond {then_fn()} else {else_fn()}`, folding constant conditions."""
+    def if_(self, cond, then_fn, else_fn=None, prove=False):
+        """Emit `if cond {then_fn()} else {else_fn()}`, folding constant conditions.
+
+        prove: ask the guard prover (`ctensor.analysis.guards`) to decide or narrow cond — once
+        the branches are built (each under cond, resp. its negation, as a fact) and only when one
+        of them emitted code: a guard around nothing costs no z3 call."""
         if b.is_const(cond, True):
             then_fn()
             return
@@ -106,13 +144,21 @@ class Context:
                 else_fn()
             return
         with self.block() as t:
+            self.assume(cond)
             then_fn()
         e: list = []
         if else_fn:
             with self.block() as e:
+                self.assume(b.lnot(cond))
                 else_fn()
-        if t or e:
-            self.emit(ir.If(cond, t, e))
+        if not (t or e):
+            return
+        if prove and self.prover:
+            cond = self.prover.prove(cond)
+            if b.is_const(cond):                # the taken branch was built under a true fact
+                self._stack[-1].extend(t if cond.value else e)
+                return
+        self.emit(ir.If(cond, t, e))
 
     def fail_if(self, cond, status: int):
         self.if_(cond, lambda: self.emit(ir.Return(status)))
@@ -207,6 +253,15 @@ class Context:
     def statements(self) -> list:
         assert len(self._stack) == 1
         return self._stack[0]
+
+
+def _loads(s) -> bool:
+    """Does a Let or Assign statement read memory?"""
+    def has(e):
+        if isinstance(e, ir.Load):
+            return True
+        return any(has(getattr(e, f)) for f in ("a", "b", "cond", "ptr", "index") if hasattr(e, f))
+    return isinstance(s, (ir.Let, ir.Assign)) and has(s.value)
 
 
 class GrowBuffer:

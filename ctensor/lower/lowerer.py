@@ -29,7 +29,8 @@ def lower(ctx, node):
         for s in node.stmts:
             lower(ctx, s)
     elif isinstance(node, Sieve):
-        ctx.if_(node.cond, lambda: lower(ctx, node.body))
+        # the guards of collapses (the counting measure's `length == 0`, Fig. 18-19) and nests
+        ctx.if_(node.cond, lambda: lower(ctx, node.body), prove=True)
     elif isinstance(node, Assign):
         emit_assign(ctx, node)
     elif isinstance(node, Loop):
@@ -135,6 +136,9 @@ def _collapse_index_value(ctx, loop: Loop):
     idx, ext = loop.idx, loop.ext
     if ext.continuous:
         pin = ext.is_pinpoint()
+        if not b.is_const(pin):          # a proof of "never a pinpoint" stays a run-time error
+            proved = ctx.prove(pin)
+            pin = pin if b.is_const(proved, False) else proved
         if b.is_const(pin, False):
             raise InvalidProgramError(f"the value of index {idx!r} is used on an interval of positive length")
         ctx.fail_if(b.lnot(pin), ir.STATUS_INDEX_ON_INTERVAL)

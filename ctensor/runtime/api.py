@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..formats.level import Level
 from ..formats.tensor import Tensor
+from ..analysis.guards import enabled_by_default
 from .kernel import Kernel, split_args
 
 _CACHE: dict = {}
@@ -18,7 +19,7 @@ def kernel_cache() -> dict:
     return _CACHE
 
 
-def _key(text, kwargs, semiring, order, out, assume_valid=False):
+def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=None):
     tensors, scalars = split_args(kwargs)
     fmt = tuple(sorted((k, t.level.format_key()) for k, t in tensors.items()))
     sk = tuple(sorted((k, s[1]) for k, s in scalars.items()))
@@ -27,11 +28,13 @@ def _key(text, kwargs, semiring, order, out, assume_valid=False):
         of = out.level.format_key()
     elif isinstance(out, Level):
         of = out.format_key()
+    guards = enabled_by_default() if prove_guards is None else bool(prove_guards)
     return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order is not None else None, of,
-            bool(assume_valid))
+            bool(assume_valid), guards)
 
 
-def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=False, **tensors) -> Kernel:
+def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=False, prove_guards=None,
+            **tensors) -> Kernel:
     """Compile a continuous einsum for the formats of the given tensors.
 
     Parameters
@@ -47,6 +50,9 @@ def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=Fals
         SparseRunList for real ones, over Element(identity of ⊕).
     assume_valid : accept a program whose validity z3 cannot decide (logged); default: refuse it
         with ValidityUnknown (digest §3.7).  Invalid programs are always refused.
+    prove_guards : remove the interval guards z3 proves always true or false (continuous paper
+        §6.3, Fig. 19; `ctensor.analysis.guards`).  Default: on, unless the environment variable
+        CTENSOR_PROVE_GUARDS is 0.  Results never depend on it; only the generated code does.
     **tensors : ct.Tensor arguments and named numeric scalars.
 
     Returns a `Kernel`, reusable for any tensors of the same formats.
@@ -55,17 +61,19 @@ def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=Fals
     `ctensor.analysis.validity` — with the offending access and a counterexample), ValidityUnknown
     (a subclass), TypeError (bad argument types).
     """
-    key = _key(text, tensors, semiring, order, out, assume_valid)
+    key = _key(text, tensors, semiring, order, out, assume_valid, prove_guards)
     k = _CACHE.get(key)
     if k is None:
-        k = _CACHE[key] = Kernel(text, tensors, semiring=semiring, order=order, out=out, assume_valid=assume_valid)
+        k = _CACHE[key] = Kernel(text, tensors, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
+                                 prove_guards=prove_guards)
     return k
 
 
-def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False, **tensors):
+def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False, prove_guards=None, **tensors):
     """Compile (or fetch from the cache) and run a continuous einsum.
 
     Returns a Python scalar for a 0-d output (``s[] = ...``), otherwise a `ct.Tensor`.
     See `compile` for the parameters and errors.
     """
-    return compile(text, semiring=semiring, order=order, out=out, assume_valid=assume_valid, **tensors)(**tensors)
+    return compile(text, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
+                   prove_guards=prove_guards, **tensors)(**tensors)

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from ..analysis.guards import enabled_by_default
 from ..codegen import compile_function
 from ..errors import FormatError, InvalidProgramError, KernelError
 from ..formats.dense import Dense
@@ -67,11 +68,14 @@ class Kernel:
     """A compiled einsum.  Build with `ct.compile`; call with tensors of the same formats.
 
     Attributes: `ir` (printed ctensor IR), `llvm_ir` (optimised LLVM IR), `address` (of the native
-    function taking one pointer to an int64 argument block), `compile_seconds`, `plan`.
+    function taking one pointer to an int64 argument block), `compile_seconds`, `plan`,
+    `guard_stats` (what the z3 guard prover did, `ctensor.analysis.guards`; None when off).
     """
 
-    def __init__(self, text, kwargs, semiring=None, order=None, out=None, assume_valid=False):
+    def __init__(self, text, kwargs, semiring=None, order=None, out=None, assume_valid=False,
+                 prove_guards=None):
         t0 = time.perf_counter()
+        self.prove_guards = enabled_by_default() if prove_guards is None else bool(prove_guards)
         tensors, scalars = split_args(kwargs)
         es = parse(text)
         self.text, self.es = text, es
@@ -94,7 +98,7 @@ class Kernel:
     # ------------------------------------------------------------------ compile
     def _build(self, tensors, scalars):
         plan, es = self.plan, self.es
-        ctx = Context()
+        ctx = Context(prove_guards=self.prove_guards)
         self.getters = []
         roots, vlevels = {}, {}
         used = [a.tensor for a in accesses(es.rhs)]
@@ -145,6 +149,7 @@ class Kernel:
             vout.freeze(ctx, b.i64(1))
         body = ctx.statements() + ctx.epilogue
         self.fn = ir.Function("ct_" + es.out, ctx.params, body)
+        self.guard_stats = None if ctx.prover is None else {**ctx.prover.stats, "log": ctx.prover.log}
         self.param_roles = ctx.param_roles
 
     def _input_getters(self, ctx, before, name, t):

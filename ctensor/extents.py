@@ -30,6 +30,9 @@ class SymLimit:
     v: object
     e: object
     finite: bool = field(default=False, compare=False)
+    # ("min" | "max", a, b) when this Limit was built as the min/max of a and b: comparisons with
+    # it are decided on a and b, which are often cheaper (see lim_le)
+    parts: tuple = field(default=None, compare=False, repr=False)
 
     @staticmethod
     def const(x, continuous=True) -> "SymLimit":
@@ -52,6 +55,21 @@ def lim_le(x: SymLimit, y: SymLimit):
         return b.FALSE
     if b.is_const(x.e) and b.is_const(y.e):
         return b.le(x.v, y.v) if x.e.value <= y.e.value else b.lt(x.v, y.v)
+    # z <= min(a, b) iff z <= a and z <= b (and so on): the parts often have constant ε, or are
+    # loop-invariant where the min is not
+    if y.parts is not None:
+        op, a, c = y.parts
+        return (b.land if op == "min" else b.lor)(lim_le(x, a), lim_le(x, c))
+    if x.parts is not None:
+        op, a, c = x.parts
+        return (b.lor if op == "min" else b.land)(lim_le(a, y), lim_le(c, y))
+    if x.v.type == F64 and (b.is_const(x.e) or b.is_const(y.e)):
+        # one ε known: a single float comparison against the other side moved to the adjacent
+        # double when ε decides it (x < v iff x <= nextdown(v) for doubles), loop-invariant when
+        # that side is, instead of the two-comparison lexicographic test
+        if b.is_const(x.e):
+            return b.le(x.v, b.select(b.le(x.e, y.e), y.v, b.nextdown(y.v)))
+        return b.le(b.select(b.le(x.e, y.e), x.v, b.nextup(x.v)), y.v)
     return b.lor(b.lt(x.v, y.v), b.land(b.eq(x.v, y.v), b.le(x.e, y.e)))
 
 
@@ -94,7 +112,7 @@ def lim_min(x: SymLimit, y: SymLimit) -> SymLimit:
     if x.e == y.e:
         return SymLimit(b.minimum(x.v, y.v), x.e, fin)
     c = lim_le(x, y)
-    return SymLimit(b.select(c, x.v, y.v), b.select(c, x.e, y.e), fin)
+    return SymLimit(b.select(c, x.v, y.v), b.select(c, x.e, y.e), fin, _parts("min", x, y))
 
 
 def lim_max(x: SymLimit, y: SymLimit) -> SymLimit:
@@ -112,7 +130,17 @@ def lim_max(x: SymLimit, y: SymLimit) -> SymLimit:
     if x.e == y.e:
         return SymLimit(b.maximum(x.v, y.v), x.e, fin)
     c = lim_le(x, y)
-    return SymLimit(b.select(c, y.v, x.v), b.select(c, y.e, x.e), fin)
+    return SymLimit(b.select(c, y.v, x.v), b.select(c, y.e, x.e), fin, _parts("max", x, y))
+
+
+def _leaves(x: SymLimit) -> int:
+    return 1 if x.parts is None else _leaves(x.parts[1]) + _leaves(x.parts[2])
+
+
+def _parts(op, x, y):
+    """Remember the operands of a min/max for lim_le, unless the tree grows past 4 leaves (a
+    comparison of two such Limits expands into the product of their leaf counts)."""
+    return (op, x, y) if _leaves(x) + _leaves(y) <= 4 else None
 
 
 def _sat_add(e, k: int):

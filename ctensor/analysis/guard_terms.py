@@ -82,7 +82,7 @@ class Canon:
             seen.append(None)
             return self.leaf(("load", id(snap), len(seen)), e.type)
         if isinstance(e, ir.Cmp):
-            return self.add(("cmp", e.op, self.expr(e.a, snap, depth), self.expr(e.b, snap, depth)))
+            return self._cmp(e.op, e.a, e.b, snap, depth)
         if isinstance(e, ir.Select):
             return self.add(("ite", _tyname(e.type), self.expr(e.cond, snap, depth),
                              self.expr(e.a, snap, depth), self.expr(e.b, snap, depth)))
@@ -109,6 +109,24 @@ class Canon:
             return self.add(("opaque", _tyname(e.to), "cast", a))
         # calls and anything new: an unconstrained value per occurrence
         return self.leaf(("other", id(e)), getattr(e, "type", None))
+
+    def _cmp(self, op, a, b, snap, depth) -> int:
+        """A comparison, with the adjacent-double form of `extents.lim_le` read back exactly:
+        `x <= nextdown(v)` is `x < v` and `nextup(x) <= v` is `x < v` for every double, NaN
+        included (next_float is NaN past ±inf); a select under `<=` is split into its branches."""
+        if op == "le":
+            if isinstance(b, ir.Un) and b.op == "nextdown":
+                return self._cmp("lt", a, b.a, snap, depth)
+            if isinstance(a, ir.Un) and a.op == "nextup":
+                return self._cmp("lt", a.a, b, snap, depth)
+            for side in (a, b):
+                if isinstance(side, ir.Select) and any(isinstance(x, ir.Un) and x.op in ("nextup", "nextdown")
+                                                       for x in (side.a, side.b)):
+                    pick = (lambda x: (x, b)) if side is a else (lambda x: (a, x))
+                    return self.add(("ite", "i1", self.expr(side.cond, snap, depth),
+                                     self._cmp(op, *pick(side.a), snap, depth),
+                                     self._cmp(op, *pick(side.b), snap, depth)))
+        return self.add(("cmp", op, self.expr(a, snap, depth), self.expr(b, snap, depth)))
 
     def node_type(self, k: int) -> str:
         n = self.nodes[k]

@@ -38,6 +38,20 @@ _MINMAX = {"min": "<", "max": ">"}   # min = a < b ? a : b ; max = a > b ? a : b
 _INTRINSIC = {"sqrt": "llvm.sqrt", "abs": "llvm.fabs", "floor": "llvm.floor"}
 
 
+def _next_float(b, x, up: bool):
+    """The adjacent double (ir.build.next_float) by integer steps on the bits: a positive double's
+    successor is bits + 1, a negative one's bits - 1; ±0 steps to the smallest subnormal.  Past
+    ±inf the bits become a NaN pattern, as next_float specifies."""
+    i64 = ir.IntType(64)
+    if not up:                                   # nextdown(x) = -nextup(-x)
+        return b.fneg(_next_float(b, b.fneg(x), True))
+    bits = b.bitcast(x, i64)
+    step = b.select(b.icmp_signed(">=", bits, ir.Constant(i64, 0)), ir.Constant(i64, 1), ir.Constant(i64, -1))
+    moved = b.bitcast(b.add(bits, step), x.type)
+    zero = b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0))
+    return b.select(zero, ir.Constant(x.type, 5e-324), moved)
+
+
 def lltype(t) -> ir.Type:
     """llvmlite type of an IR type."""
     return PTR_T if isinstance(t, PtrType) else _SCALAR[t.name]
@@ -91,6 +105,8 @@ class _Emitter:
                 return b.fneg(x) if t.is_float else b.neg(x)
             if e.op == "not":
                 return b.not_(x)
+            if e.op in ("nextup", "nextdown"):
+                return _next_float(b, x, e.op == "nextup")
             if e.op == "abs" and not t.is_float:
                 return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
             return b.call(self.module.declare_intrinsic(_INTRINSIC[e.op], [x.type]), [x])

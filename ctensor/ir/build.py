@@ -238,6 +238,26 @@ def sqrt(a):
     return Un("sqrt", a)
 
 
+def next_float(v: float, up: bool) -> float:
+    """The adjacent double above (up) or below v; NaN past +inf/-inf, so `x <= nextdown(v)` is exactly
+    `x < v` for every non-NaN x, v (and `nextup(v) <= x` is `v < x`)."""
+    if v != v or v == (math.inf if up else -math.inf):
+        return math.nan
+    return math.nextafter(v, math.inf if up else -math.inf)
+
+
+def nextup(a):
+    if isinstance(a, Const):
+        return Const(next_float(a.value, True), a.type)
+    return Un("nextup", a)
+
+
+def nextdown(a):
+    if isinstance(a, Const):
+        return Const(next_float(a.value, False), a.type)
+    return Un("nextdown", a)
+
+
 def i64(v) -> Const:
     return Const(int(v), I64)
 
@@ -251,5 +271,5 @@ def i8(v) -> Const:
 
 
 __all__ = ["const", "is_const", "binop", "add", "sub", "mul", "div", "minimum", "maximum", "land",
-           "lor", "lnot", "cmp", "lt", "le", "eq", "ne", "select", "cast", "load", "neg", "sqrt",
+           "lor", "lnot", "cmp", "lt", "le", "eq", "ne", "select", "cast", "load", "neg", "sqrt", "nextup", "nextdown",
            "i64", "f64", "i8", "TRUE", "FALSE", "Read", "I1", "I8", "I32", "I64", "F32", "F64"]

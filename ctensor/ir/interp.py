@@ -30,6 +30,7 @@ import numpy as np
 from .errors import InterpError
 from .nodes import (Assign, Bin, Call, Cast, Cmp, Comment, Const, Eval, For, Function, If, Let,
                     Load, Read, Return, Select, Store, Un, While)
+from .build import next_float
 from .printer import format_stmt_header
 from .types import I1, PtrType
 
@@ -209,7 +210,9 @@ class _Ctx:
         if isinstance(e, Un):
             t, fa = e.type, self.expr(e.a)
             if t.is_float:
-                op = {"neg": lambda a: -a, "sqrt": np.sqrt, "abs": np.abs, "floor": np.floor}[e.op]
+                op = {"neg": lambda a: -a, "sqrt": np.sqrt, "abs": np.abs, "floor": np.floor,
+                      "nextup": lambda a: next_float(float(a), True),
+                      "nextdown": lambda a: next_float(float(a), False)}[e.op]
             else:
                 op = {"neg": lambda a: _wrap(-a, t), "not": lambda a: _wrap(~a, t),
                       "abs": lambda a: _wrap(abs(a), t)}[e.op]

@@ -23,12 +23,12 @@ from .errors import IRError
 from .nodes import (EXTERNALS, Assign, Bin, Call, Cast, Cmp, Comment, Const, Eval, For, Function,
                     If, Let, Load, Read, Return, Select, Store, Un, Var, While)
 from .printer import format_expr, format_stmt_header
-from .types import I1, I64, SCALARS, PtrType, ScalarType
+from .types import F64, I1, I64, SCALARS, PtrType, ScalarType
 
 ARITH_OPS = {"add", "sub", "mul", "div", "rem", "min", "max"}
 BIT_OPS = {"and", "or", "xor"}
 CMP_OPS = {"lt", "le", "gt", "ge", "eq", "ne"}
-UN_OPS = {"neg", "not", "sqrt", "abs", "floor"}
+UN_OPS = {"neg", "not", "sqrt", "abs", "floor", "nextup", "nextdown"}
 
 
 def _is_scalar(t) -> bool:
@@ -97,7 +97,8 @@ class _Verifier:
                 self.fail(f"unknown unary op {e.op!r}")
             ok = {"neg": _is_scalar(t) and t != I1, "not": _is_scalar(t) and t.is_int,
                   "abs": _is_scalar(t) and t != I1,
-                  "sqrt": _is_scalar(t) and t.is_float, "floor": _is_scalar(t) and t.is_float}
+                  "sqrt": _is_scalar(t) and t.is_float, "floor": _is_scalar(t) and t.is_float,
+                  "nextup": t == F64, "nextdown": t == F64}
             if not ok[e.op]:
                 self.fail(f"{e.op} is not defined on {t}")
             return t

@@ -40,7 +40,11 @@ def _accesses(loop, cls):
 
 
 def _bind(ctx, x: SymLimit, hint, finite=None) -> SymLimit:
-    out = SymLimit(ctx.let(x.v, hint), ctx.let(x.e, hint + "_e"), x.finite if finite is None else finite)
+    # a min/max keeps its operands for lim_le, bound here too: read later, they must still have
+    # the values they had at this point
+    parts = None if x.parts is None else (x.parts[0], _bind(ctx, x.parts[1], hint + "_a"),
+                                          _bind(ctx, x.parts[2], hint + "_b"))
+    out = SymLimit(ctx.let(x.v, hint), ctx.let(x.e, hint + "_e"), x.finite if finite is None else finite, parts)
     if out.finite:                       # a fact for the guard prover (stored coordinates are finite)
         ctx.assume(b.lt(b.f64(float("-inf")), out.v))
     return out

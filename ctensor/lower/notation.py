@@ -14,6 +14,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 
+class _Missing:
+    """Finch's `missing`: what a permissive access reads outside its tensor's extent.  It
+    propagates through every operator but `coalesce`, and an assignment of it is dropped
+    (`lower.simplify`)."""
+
+    def __repr__(self):
+        return "missing"
+
+
+MISSING = _Missing()
+
+
 @dataclass(frozen=True)
 class Lit:
     value: Any             # bool | int | float
@@ -129,10 +141,20 @@ def map_assigns(node, fn):
     return node
 
 
+def _affine_root(acc):
+    """The affine wrapper (`formats.affine.VAffine`) an access reads through, or None."""
+    lvl = getattr(acc.tns, "level", None)
+    return lvl if hasattr(lvl, "uses_index") else None
+
+
 def uses_index(node, idx) -> bool:
-    """Does an expression or statement read the value of index `idx`?"""
+    """Does an expression or statement read the value of index `idx` (also as the offset of a
+    Toeplitz access, A[y + x] read inside the loop over y)?"""
     if isinstance(node, Idx):
         return node.name == idx
+    if isinstance(node, Access):
+        root = _affine_root(node)
+        return root is not None and root.uses_index(idx)
     if isinstance(node, Call):
         return any(uses_index(a, idx) for a in node.args)
     if isinstance(node, Assign):
@@ -151,6 +173,8 @@ def subst_index(node, idx, value):
             return value
         if isinstance(e, Call):
             return Call(e.op, tuple(expr(a) for a in e.args))
+        if isinstance(e, Access) and _affine_root(e) is not None:
+            return Access(replace(e.tns, level=_affine_root(e).subst(idx, value)), e.idxs, e.name, e.mode)
         return e
     return map_assigns(node, lambda a: a.with_(rhs=expr(a.rhs)))
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import InvalidProgramError
 from ..lower.ops import RANK, REDUCTIONS, SEMIRINGS
-from .affine import NotAffine, form, names_in_order, rebind_access
+from .affine import NotAffine, coef_poly, form, names_in_order, rebind_access
 from .affine import scalar_names as dim_scalar_names
 from .nodes import EAccess, ECall, EIndex, ELit, EScalar, Einsum
 
@@ -231,12 +231,9 @@ def _check_lowerable(rhs, kinds, text, tensors, scalars):
                     f"at the ends of the loop; write it permissive, {acc.tensor}[..~({d})..], to read missing "
                     "there (use coalesce(..., value) for another default)")
             for c, i in d.terms:
-                if not (isinstance(c, ELit) and isinstance(c.value, int) and not isinstance(c.value, bool)) \
-                        and not (isinstance(c, ECall) and c.op == "neg" and isinstance(c.args[0], ELit)
-                                 and isinstance(c.args[0].value, int)):
-                    raise InvalidProgramError(f"{acc} in {text!r}: the coefficient {c} of integer index {i!r} must "
-                                              "be an integer literal (runtime or real coefficients are lowered on real "
-                                              "modes only)")
+                if coef_poly(d)[i] not in ({(): 1}, {(): -1}):
+                    raise InvalidProgramError(f"{acc} in {text!r}: the coefficient of integer index {i!r} in {d} must be "
+                                              "1 or -1 (other and runtime coefficients are lowered on real modes only)")
             if d.const is not None and value_kind(d.const, tensors, scalars) != "int":
                 raise InvalidProgramError(f"{acc} in {text!r}: the constant of integer index expression {d} must be "
                                           "an integer (an int literal or a scalar passed as int)")

@@ -10,8 +10,9 @@ Rules (raise ValueError otherwise):
   d(...); an int reduction index without one uses ``counting``; d(...) may not name an LHS index
   nor an index no tensor access uses; ``lebesgue`` is not allowed on an int index;
 * every LHS index and every bare index (``IndexRef``) must address some tensor dimension (that
-  gives its kind); a bare index evaluates to the coordinate of a pinpoint/int cell and is an
-  error on a gap cell that contributes (paper §4.3, validity condition 2);
+  gives its kind); a bare index evaluates to the coordinate of a pinpoint/int cell; on a gap cell
+  the cell's contribution must not depend on it (sampled at the cell's ends and middle: a factor
+  annihilates it), else the program is invalid there (paper §4.3, validity condition 2);
 * ``counting`` on a real axis weighs a pinpoint cell 1 only if the Fig. 5 partition containing it
   (the intersection of the pieces holding it, one per access, where a cell in no piece lies in
   the maximal uncovered interval along that axis — a run-list gap) is itself a pinpoint along the
@@ -198,9 +199,18 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
     return Result(prog.out, prog.out_indices, kinds, parts, cells, semiring)
 
 
+def _samples(cell) -> list:
+    """Values of a real index on an interval cell that is not a point: its finite ends and middle."""
+    (lo, _), (hi, _) = cell
+    lo, hi = max(lo, min(hi, 0.0) - 1e3), min(hi, max(lo, 0.0) + 1e3)
+    return [lo, (lo + hi) / 2, hi]
+
+
 def _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, reduces, lookup):
-    """The contribution of one cell; where an index sum is not constant on it (UNDETERMINED), the
-    contribution for every value its tensor holds (and missing, if read permissively) must agree."""
+    """The contribution of one cell.  Where an index sum is not constant on it (UNDETERMINED), the
+    contribution for every value its tensor holds (and missing, if read permissively) must agree;
+    so must it for sample values of a bare real index on a cell that is not a pinpoint (both hold
+    where a factor annihilates the term, paper §4.3; otherwise the program is invalid there)."""
     values = {acc: lookup(acc, env)[1] for acc in accesses}
     undetermined = [acc for acc, v in values.items() if v is UNDETERMINED]
     choices = []
@@ -208,11 +218,15 @@ def _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, reduce
         t = tensors[acc.tensor]
         vs = {v for _, v in t.live_pieces()} | {t.fill}
         choices.append(sorted(vs, key=repr) + ([MISSING] if any(a.permissive for a in acc.dims) else []))
+    bare = sorted({n.name for n in walk(prog.expr) if isinstance(n, IndexRef)
+                   and kinds[n.name] == "real" and not is_pinpoint(env[n.name])})
+    choices += [_samples(env[name]) for name in bare]
     seen = []
     for pick in product(*choices):
         vals = {**values, **dict(zip(undetermined, pick))}
+        at = dict(zip(bare, pick[len(undetermined):]))
         value = eval_expr(prog.expr, vals.__getitem__,
-                          lambda name: _index_value(name, kinds[name], env[name]))
+                          lambda name: at[name] if name in at else _index_value(name, kinds[name], env[name]))
         c = None if value is MISSING else contribution(semiring, value, ws, reduces)
         if seen and c != seen[0]:
             raise NotConstant(f"{prog.text!r} is not piecewise constant on the cell {env}: "

@@ -219,3 +219,19 @@ def test_index_expressions_on_intervals_are_rejected(text):
     A = ct.intervals([0.0], [2.0], values=[1.0])
     with pytest.raises(ct.InvalidProgramError, match="outside any tensor access"):
         ct.compile(text, M=M, A=A, B=A, c=1.0)
+
+
+@SETTINGS
+@given(int_vectors(), int_vectors(sparse=True), st.booleans())
+def test_integer_toeplitz_convolution(v, w, sparse_v):
+    """C[i] = Σ_j v[i - j] w[j]: the integer index sum is permissive (v is read outside its shape
+    at the ends), the outer index i is integer, so pinned; numpy.convolve is the reference."""
+    vv, ww = v.to_numpy(), w.to_numpy()
+    if sparse_v:
+        v = ct.Tensor(ct.SparseList(ct.Element(0.0)), vv)
+    u = ct.Tensor(ct.Dense(ct.Element(0.0)), np.ones(len(vv) + len(ww) - 1))
+    text = "C[i] = u[i] * coalesce(v[~(i - j)], 0) * w[j]"
+    got = ct.einsum(text, u=u, v=v, w=w).to_numpy()
+    assert np.allclose(got, np.convolve(vv, ww))
+    ref = oracle(text, u=u, v=v, w=w)
+    assert all(close(got[i], ref.at(i)) for i in range(len(got)))

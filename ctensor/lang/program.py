@@ -7,13 +7,16 @@ semiring, output type.
 * dimensionalize: each index's kind (integer or real) comes from the levels it addresses; mixing
   kinds, or an index used by no tensor, is an InvalidProgramError;
 * concordize: the loop order must visit every tensor's levels outermost-first (row-major,
-  DESIGN.md §2); by default it is the topological order of all accesses' index orders (ties by
-  first appearance, output indices first); `order=` is checked against the same constraints;
+  DESIGN.md §2); a dimension reading several indices (A[y + x], Toeplitz) is lowered at the last
+  of them, the others being bound by outer loops; by default the order is topological (ties by
+  first appearance, output indices first; an index sum's outer index preferably point-like);
+  `order=` is checked against the same constraints; the plan's accesses carry, as `idxs`, the
+  index each dimension is lowered at;
 * measures: reduction indices are those not on the left; a real reduction index needs a measure,
   an integer one defaults to counting; the boolean measure needs an idempotent semiring;
 * semiring: '+' by default, 'or' when every measure is boolean;
 * validity (continuous paper §4.3): `ctensor.analysis.validity.check_program`, before any
-  "not lowered yet" error, so an invalid program is reported as invalid.
+  "not lowered" error (`_check_lowerable`), so an invalid program is reported as invalid.
 """
 from __future__ import annotations
 

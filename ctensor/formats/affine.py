@@ -33,7 +33,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..looplets.nodes import (AcceptRun, Deferred, FillLeaf, Fiber, Lookup, Phase, PhaseSpec, Run,
                               Sequence, Spike, Stepper, Switch, Thunk)
-from ..lower.notation import MISSING, Call, Idx, Lit
+from ..lower.notation import MISSING, Lit, subst_expr, uses_index
 
 # a coordinate below every x-frame coordinate of a viewed integer level (stored ids are >= 0,
 # but a shift can move them below -1, the unviewed empty-fiber sentinel)
@@ -103,28 +103,14 @@ class DimMap:
     permissive: bool = False
 
     def uses(self, idx) -> bool:
-        return _uses(self.coef, idx) or _uses(self.const, idx)
+        return uses_index(self.coef, idx) or uses_index(self.const, idx)
 
     def subst(self, idx, value) -> "DimMap":
-        return replace(self, coef=_subst(self.coef, idx, value), const=_subst(self.const, idx, value))
+        return replace(self, coef=subst_expr(self.coef, idx, value), const=subst_expr(self.const, idx, value))
 
     @property
     def identity(self) -> bool:
         return isinstance(self.coef, Lit) and self.coef.value == 1 and self.const is None and not self.permissive
-
-
-def _uses(e, idx) -> bool:
-    if isinstance(e, Idx):
-        return e.name == idx
-    return isinstance(e, Call) and any(_uses(a, idx) for a in e.args)
-
-
-def _subst(e, idx, value):
-    if isinstance(e, Idx) and e.name == idx:
-        return value
-    if isinstance(e, Call):
-        return Call(e.op, tuple(_subst(a, idx, value) for a in e.args))
-    return e
 
 
 # ------------------------------------------------------------------------------------ the wrapper

@@ -204,7 +204,8 @@ def _check_lowerable(rhs, kinds, text, tensors, scalars):
     literal or scalar coefficients (Offset, Scale — a negative or runtime-signed coefficient
     iterates the level backwards — and Toeplitz sums, lowered at their innermost index); `~` on a
     real mode (a no-op: the extent is the whole line).  On an integer mode: a plain index, or a
-    permissive `~(±i + ...)` with integer literal coefficients and integer constants."""
+    permissive `~(±i ± j + c)` with coefficients ±1 and an integer constant; every integer index
+    is read alone somewhere (its extent).  A UniformGrid-binned mode: i, i + c, c*i + b, c > 0."""
     alone = {d.terms[0][1] for acc in accesses(rhs) for k, d in enumerate(acc.dims)
              if form(d) == "plain" and not (acc.permissive and acc.permissive[k])}
     for i, kind in kinds.items():
@@ -214,8 +215,8 @@ def _check_lowerable(rhs, kinds, text, tensors, scalars):
     for acc in accesses(rhs):
         lvls = tensors[acc.tensor].levels()
         grid = sum(1 for lv in lvls if getattr(lv, "tile", False))
-        dims = [d for d in acc.dims if len(d.terms) == 1]
-        if len({d.terms[0][1] for d in dims if form(d) == "plain"}) != len([d for d in dims if form(d) == "plain"]):
+        plain = [d.terms[0][1] for d in acc.dims if form(d) == "plain"]
+        if len(set(plain)) != len(plain):
             raise InvalidProgramError(f"{acc} repeats an index (diagonal access is not supported)")
         for k, d in enumerate(acc.dims):
             perm = bool(acc.permissive and acc.permissive[k])
@@ -233,8 +234,8 @@ def _check_lowerable(rhs, kinds, text, tensors, scalars):
                     f"{acc} in {text!r}: integer index expression {d} would read {acc.tensor} outside its shape "
                     f"at the ends of the loop; write it permissive, {acc.tensor}[..~({d})..], to read missing "
                     "there (use coalesce(..., value) for another default)")
-            for c, i in d.terms:
-                if coef_poly(d)[i] not in ({(): 1}, {(): -1}):
+            for i, c in coef_poly(d).items():
+                if c not in ({(): 1}, {(): -1}):
                     raise InvalidProgramError(f"{acc} in {text!r}: the coefficient of integer index {i!r} in {d} must be "
                                               "1 or -1 (other and runtime coefficients are lowered on real modes only)")
             if d.const is not None and value_kind(d.const, tensors, scalars) != "int":

@@ -166,17 +166,20 @@ def uses_index(node, idx) -> bool:
     return False
 
 
+def subst_expr(e, idx, value):
+    """Replace Idx(idx) by `value` in an expression (also in the offsets of affine accesses)."""
+    if isinstance(e, Idx) and e.name == idx:
+        return value
+    if isinstance(e, Call):
+        return Call(e.op, tuple(subst_expr(a, idx, value) for a in e.args))
+    if isinstance(e, Access) and _affine_root(e) is not None:
+        return Access(replace(e.tns, level=_affine_root(e).subst(idx, value)), e.idxs, e.name, e.mode)
+    return e
+
+
 def subst_index(node, idx, value):
     """Replace Idx(idx) by `value` in every assignment's right-hand side."""
-    def expr(e):
-        if isinstance(e, Idx) and e.name == idx:
-            return value
-        if isinstance(e, Call):
-            return Call(e.op, tuple(expr(a) for a in e.args))
-        if isinstance(e, Access) and _affine_root(e) is not None:
-            return Access(replace(e.tns, level=_affine_root(e).subst(idx, value)), e.idxs, e.name, e.mode)
-        return e
-    return map_assigns(node, lambda a: a.with_(rhs=expr(a.rhs)))
+    return map_assigns(node, lambda a: a.with_(rhs=subst_expr(a.rhs, idx, value)))
 
 
 def walk_assigns(node):

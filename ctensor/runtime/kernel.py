@@ -33,7 +33,6 @@ from ..lower.lowerer import lower
 from ..lower.nest import loop_nest
 from ..lower.tile import plan_tiles, tile_access_idxs, tile_extents
 from ..lower.notation import Access, Call, Idx, Lit, ScalarOut, Val
-from ..lower.ops import to_ir
 from .buffers import adopt_array, borrow_array, free
 
 _NP = {"bool": np.bool_, "int": np.int64, "float": np.float64}

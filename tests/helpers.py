@@ -25,7 +25,8 @@ def to_pieces(t: ct.Tensor) -> PieceTensor:
                 lo, hi = c
                 cs.append(((lo.value, lo.eps), (hi.value, hi.eps)))
         pieces.append((tuple(cs), v))
-    return PieceTensor(dims, pieces, t.fill)
+    shape = tuple(getattr(l, "shape", None) if l.coord == "int" else None for l in t.modes())
+    return PieceTensor(dims, pieces, t.fill, shape)
 
 
 def oracle(text, semiring=None, **args):

@@ -95,11 +95,19 @@ class VDense:
             return None
         return lambda ctx, pos: self.child.leaf_count(ctx, ctx.let(b.mul(pos, self.shape)))
 
+    view = None          # a CoordView when read through an affine index (`formats.affine`)
+
+    def unfurl_reversed(self, ctx, pos, ext):
+        return self.unfurl(ctx, pos, ext, "read")    # random access: no order to reverse
+
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         base = ctx.let(b.mul(pos, self.shape), self.name + "_base")
+        # through an affine index, loop coordinate j reads stored coordinate a*j + b (in range:
+        # the access is permissive, `formats.affine._permissive`, which guards the other points)
+        at = (lambda j: j.v) if self.view is None else (lambda j: self.view.into(j.v))
         if mode == "read":
-            return Lookup(lambda ctx, j: Fiber(self.child, ctx.let(b.add(base, j.v), self.name + "_q")))
-        return Lookup(lambda ctx, j: Hollow(self.child, ctx.let(b.add(base, j.v), self.name + "_q"), dirty))
+            return Lookup(lambda ctx, j: Fiber(self.child, ctx.let(b.add(base, at(j)), self.name + "_q")))
+        return Lookup(lambda ctx, j: Hollow(self.child, ctx.let(b.add(base, at(j)), self.name + "_q"), dirty))
 
     # ---- write side
     def declare(self, ctx, npos):

@@ -26,6 +26,7 @@ from ..ir import nodes as ir
 from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence
+from .affine import see
 from .level import Level, as_array, check_no_nan, closed_eps
 from .sparse_run_list import endpoints_ok
 
@@ -192,6 +193,21 @@ class VSparseInterval:
             return ctx.let(ir.Read(n), self.name + "_n")
         return count
 
+    view = None          # a CoordView when read through an affine index (`formats.affine`)
+
+    def unfurl_reversed(self, ctx, pos, ext):
+        return self.unfurl(ctx, pos, ext, "read")    # one interval: its endpoints swap in `_ends`
+
+    def _ends(self, lo: SymLimit, hi: SymLimit):
+        """The fiber's interval [lo, hi] in the loop's frame (swapped by a reversing view)."""
+        if self.view is None:
+            return lo, hi
+        if self.view.sign > 0:
+            return see(self, lo), see(self, hi)
+        # the image of hi is above -inf unless hi = +inf (a real right endpoint may be); lo's is,
+        # since a left endpoint is never +inf
+        return see(self, hi, self.coord == "int"), see(self, lo, True)
+
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         le, re = closed_eps(self.lvl.closed)
         if self.coord == "int":
@@ -199,18 +215,23 @@ class VSparseInterval:
         if self.lvl.unbounded:
             lo = SymLimit.const(Limit(-math.inf, le))
         else:
-            lo = SymLimit(ctx.let(b.load(self.left, pos), self.name + "_l"), b.i8(le), self.lvl.finite)
-        hi = SymLimit(ctx.let(b.load(self.right, pos), self.name + "_r"), b.i8(re), True)
+            lo = SymLimit(b.load(self.left, pos), b.i8(le), self.lvl.finite)
+        hi = SymLimit(b.load(self.right, pos), b.i8(re), True)
+        lo, hi = self._ends(lo, hi)
+        bind = lambda x, h: x if b.is_const(x.v) else SymLimit(ctx.let(x.v, self.name + h), x.e, x.finite)
+        lo, hi = bind(lo, "_l"), bind(hi, "_r")
         fill = lambda ctx, e: Run(FillLeaf(self.fill))
         return Sequence([PhaseSpec(fill, stop=lambda ctx, e: Extent.real().minus_unit(lo)),
                          PhaseSpec(lambda ctx, e: Run(Fiber(self.child, pos)), stop=lambda ctx, e: hi),
                          PhaseSpec(fill)])
 
     def _unfurl_int(self, ctx, pos, le, re):
-        lo = ctx.let(b.add(b.load(self.left, pos), b.i64(le)), self.name + "_l")
+        lo, hi = self._ends(SymLimit(b.add(b.load(self.left, pos), b.i64(le)), b.i8(0), True),
+                            SymLimit(b.add(b.load(self.right, pos), b.i64(re)), b.i8(0), True))
+        lo = ctx.let(lo.v, self.name + "_l")
         before = ctx.let(b.sub(lo, b.i64(1)), self.name + "_b")
         # an empty range (hi = lo - 1) makes the middle phase empty, never a step backwards
-        hi = ctx.let(b.maximum(b.add(b.load(self.right, pos), b.i64(re)), before), self.name + "_r")
+        hi = ctx.let(b.maximum(hi.v, before), self.name + "_r")
         fill = lambda ctx, e: Run(FillLeaf(self.fill))
         return Sequence([PhaseSpec(fill, stop=lambda ctx, e: SymLimit(before, b.i8(0), True)),
                          PhaseSpec(lambda ctx, e: Run(Fiber(self.child, pos)),

@@ -24,6 +24,7 @@ from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import (FillLeaf, Fiber, Lookup, PhaseSpec, Run, Sequence, Spike,
                               Stepper, Thunk)
+from .affine import INT_BOTTOM, see
 from .append import append_entry, fiber_writer
 from .level import Level, as_array, check_coords, check_ptr
 
@@ -134,8 +135,16 @@ class VSparseList:
             return Extent.real()
         return Extent.integer(b.i64(0), b.sub(self.shape, b.i64(1)))
 
-    def _lim(self, c):   # validated: pinpoints are finite
-        return SymLimit(c, b.i8(0), True)
+    view = None          # a CoordView when read through an affine index (`formats.affine`)
+
+    def _lim(self, c):   # a stored coordinate in the loop's frame; validated: pinpoints are finite
+        return see(self, SymLimit(c, b.i8(0), True), True)
+
+    def _bottom(self):
+        """A coordinate before every coordinate of the loop's frame: an empty fiber's last one."""
+        if self.coord == "real":
+            return -math.inf
+        return -1 if self.view is None else INT_BOTTOM
 
     # ---------------------------------------------------------------- positions
     def _finger(self, ctx, role):
@@ -166,16 +175,15 @@ class VSparseList:
         def preamble(ctx):
             st["q"] = ctx.mut(I64, b.load(self.ptr, pos), n + "_q")
             st["q_stop"] = ctx.let(b.load(self.ptr, b.add(pos, b.i64(1))), n + "_q_stop")
-            none = -math.inf if self.coord == "real" else -1
-            last = ctx.mut(self.cty, b.const(none, self.cty), n + "_last")
+            last = ctx.mut(self.cty, b.const(self._bottom(), self.cty), n + "_last")
             ctx.if_(b.lt(ir.Read(st["q"]), st["q_stop"]),
-                    lambda: ctx.assign(last, b.load(self.idx, b.sub(st["q_stop"], b.i64(1)))))
+                    lambda: ctx.assign(last, self._lim(b.load(self.idx, b.sub(st["q_stop"], b.i64(1)))).v))
             # an empty fiber's last coordinate (-inf, or -1 for integers) is before every start
             st["last"] = SymLimit(ctx.let(ir.Read(last), n + "_last"), b.i8(0))
 
         def seek(ctx, e):
             q = st["q"]
-            if self.coord == "int" and b.is_const(e.start.v) and e.start.v.value <= 0:
+            if self.coord == "int" and self.view is None and b.is_const(e.start.v) and e.start.v.value <= 0:
                 return          # integer coordinates are validated >= 0: already there
 
             def search():
@@ -215,7 +223,7 @@ class VSparseList:
                     n + "_skip", lambda: ir.Read(k), lambda q: b.land(b.le(lo, q), b.lt(q, hi)), empty,
                     lambda q: ctx.assign(k, b.add(q, step))))
             c = ctx.mut(self.cty, b.const(0, self.cty), n + "_extc")
-            ctx.if_(found, lambda: ctx.assign(c, b.load(self.idx, ir.Read(k))))
+            ctx.if_(found, lambda: ctx.assign(c, self._lim(b.load(self.idx, ir.Read(k))).v))
             return found, ctx.let(ir.Read(c), n + "_extremum")
 
         def step_preamble(ctx):
@@ -234,6 +242,10 @@ class VSparseList:
         body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
                          PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
         return Thunk(body, preamble=preamble)
+
+    def unfurl_reversed(self, ctx, pos, ext):
+        from .reverse import reversed_sparse_list
+        return reversed_sparse_list(self, ctx, pos)
 
     # ---------------------------------------------------------------- write
     def declare(self, ctx, npos):

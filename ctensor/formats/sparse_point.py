@@ -18,6 +18,7 @@ from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence, Spike
 from ..looplets.truncate import truncate
+from .affine import see
 from .level import Level, as_array, check_coords
 
 
@@ -98,13 +99,19 @@ class VSparsePoint:
         self.idx = ir.Read(ctx.param(name + "_idx", PtrType(F64 if real else I64), ("read", lvl, "idx")))
         self.child = lvl.child.virtualize(ctx, name + "c", "read")
 
+    view = None          # a CoordView when read through an affine index (`formats.affine`)
+
     def extent(self):
         if self.coord == "real":
             return Extent.real()
         return Extent.integer(b.i64(0), b.sub(self.shape, b.i64(1)))
 
+    def unfurl_reversed(self, ctx, pos, ext):
+        return self.unfurl(ctx, pos, ext, "read")    # one point: the same nest in either order
+
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
-        x = SymLimit(ctx.let(b.load(self.idx, pos), self.name + "_x"), b.i8(0), True)
+        x = see(self, SymLimit(b.load(self.idx, pos), b.i8(0), True), True)
+        x = SymLimit(ctx.let(x.v, self.name + "_x"), x.e, True)
         spike = Spike(FillLeaf(self.fill), Fiber(self.child, pos))
         continuous = self.coord == "real"
 

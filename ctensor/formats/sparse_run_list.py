@@ -31,6 +31,7 @@ from ..ir.types import I1, F64, I8, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import (AcceptRun, FillLeaf, Fiber, PhaseSpec, Run,
                               Sequence, Stepper, Thunk)
+from .affine import see
 from .append import append_entry, fiber_writer
 from .level import Level, as_array, check_no_nan, check_ptr, closed_eps
 from .sparse_list import prefix_sum
@@ -181,6 +182,8 @@ class VSparseRunList:
                          for nm, ty in (("ptr", I64), ("left", F64), ("right", F64), ("left_eps", I8), ("right_eps", I8))}
         self.child = lvl.child.virtualize(ctx, name + "c", mode)
 
+    view = None          # a CoordView when read through an affine index (`formats.affine`)
+
     def extent(self):
         return Extent.real()
 
@@ -214,29 +217,29 @@ class VSparseRunList:
                 laste = ctx.mut(I8, b.i8(0), n + "_last_e")
 
                 def load_last():
-                    r = self._right(b.sub(st["q_stop"], b.i64(1)))
+                    r = see(self, self._right(b.sub(st["q_stop"], b.i64(1))))
                     ctx.assign(last, r.v)
                     ctx.assign(laste, r.e)
                 ctx.if_(nonempty, load_last)
                 st["last"] = SymLimit(ctx.let(ir.Read(last), n + "_last"), ctx.let(ir.Read(laste), n + "_last_e"))
             else:
                 last = ctx.mut(F64, b.f64(-math.inf), n + "_last")
-                ctx.if_(nonempty, lambda: ctx.assign(last, b.load(self.right, b.sub(st["q_stop"], b.i64(1)))))
+                ctx.if_(nonempty, lambda: ctx.assign(last, see(self, self._right(b.sub(st["q_stop"], b.i64(1)))).v))
                 st["last"] = SymLimit(ctx.let(ir.Read(last), n + "_last"), b.i8(closed_eps(self.closed)[1]))
 
         def seek(ctx, e):
             q = st["q"]
 
             def search():
-                key = lambda k: lim_le(e.start, self._right(k))
+                key = lambda k: lim_le(e.start, see(self, self._right(k)))
                 ctx.assign(q, ctx.search_first_ge(key, ir.Read(q), st["q_stop"], n + "_s"))
             ctx.if_(b.lt(ir.Read(q), st["q_stop"]),
-                    lambda: ctx.if_(b.lnot(lim_le(e.start, self._right(ir.Read(q)))), search))
+                    lambda: ctx.if_(b.lnot(lim_le(e.start, see(self, self._right(ir.Read(q))))), search))
 
         def step_preamble(ctx):
             qv = st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
-            st["l"] = self._bind(ctx, self._left(qv), n + "_l")
-            st["r"] = self._bind(ctx, self._right(qv), n + "_r")
+            st["l"] = self._bind(ctx, see(self, self._left(qv)), n + "_l")
+            st["r"] = self._bind(ctx, see(self, self._right(qv)), n + "_r")
 
         def chunk(ctx):
             e = Extent.real()
@@ -253,6 +256,10 @@ class VSparseRunList:
         body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
                          PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
         return Thunk(body, preamble=preamble)
+
+    def unfurl_reversed(self, ctx, pos, ext):
+        from .reverse import reversed_sparse_run_list
+        return reversed_sparse_run_list(self, ctx, pos)
 
     # ---------------------------------------------------------------- write
     def declare(self, ctx, npos):

@@ -27,6 +27,7 @@ from ..ir import nodes as ir
 from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence, Stepper, Thunk
+from .affine import see
 from .level import Level, as_array
 
 
@@ -160,19 +161,25 @@ class VUniformGrid:
         self.edges = ir.Read(ctx.param(name + "_edges", PtrType(F64), ("read", lvl, "edges")))
         self.child = lvl.child.virtualize(ctx, name + "g", "read")
 
+    view = None          # a CoordView (a > 0 only) when the binned mode is read through an affine index
+
     def extent(self):
         return Extent.real()
 
+    def _edge(self, c):
+        """Edge c as a Limit just below it (cells are half-open), in the loop's frame."""
+        return see(self, SymLimit(b.load(self.edges, c), b.i8(-1), True))
+
     def _stop(self, c):
-        return SymLimit(b.load(self.edges, b.add(c, b.i64(1))), b.i8(-1), True)
+        return self._edge(b.add(c, b.i64(1)))
 
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         st, nm = {}, self.name
 
         def preamble(ctx):
             st["c"] = ctx.mut(I64, b.i64(0), nm + "_c")
-            st["first"] = SymLimit(ctx.let(b.load(self.edges, b.i64(0)), nm + "_lo"), b.i8(-1), True)
-            st["last"] = SymLimit(ctx.let(b.load(self.edges, self.n), nm + "_hi"), b.i8(-1), True)
+            st["first"] = SymLimit(ctx.let(self._edge(b.i64(0)).v, nm + "_lo"), b.i8(-1), True)
+            st["last"] = SymLimit(ctx.let(self._edge(self.n).v, nm + "_hi"), b.i8(-1), True)
             st["base"] = ctx.let(b.mul(pos, self.n), nm + "_base")
 
         def seek(ctx, e):
@@ -188,7 +195,7 @@ class VUniformGrid:
 
         def step_preamble(ctx):
             st["cv"] = ctx.let(ir.Read(st["c"]), nm + "_cv")
-            st["stop"] = SymLimit(ctx.let(b.load(self.edges, b.add(st["cv"], b.i64(1))), nm + "_stop"), b.i8(-1), True)
+            st["stop"] = SymLimit(ctx.let(self._stop(st["cv"]).v, nm + "_stop"), b.i8(-1), True)
 
         def nxt(ctx, full):
             ctx.assign(st["c"], b.add(ir.Read(st["c"]), b.cast(I64, full)))

@@ -57,7 +57,8 @@ class EAccess:
     dims : one `EAffine` per mode (the authoritative index expressions).
     idxs : per mode, the index it is read with: the only index of the dimension, or for an index
         sum (A[y + x]) the first index written.
-    permissive : per mode, True for `~e` (continuous paper §3: out-of-range reads give the fill).
+    permissive : per mode, True for `~e` (Finch's Permissive wrapper: a read outside the level's
+        declared extent gives `missing`, see `formats.affine`).
     offsets : per mode, (sign, ELit | EScalar) when the dimension is `x ± c` (unit coefficient and
         one literal or scalar constant; the form the Offset wrapper lowers), otherwise None.
     text : the access as written (for error messages; not part of equality).

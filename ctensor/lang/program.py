@@ -7,21 +7,24 @@ semiring, output type.
 * dimensionalize: each index's kind (integer or real) comes from the levels it addresses; mixing
   kinds, or an index used by no tensor, is an InvalidProgramError;
 * concordize: the loop order must visit every tensor's levels outermost-first (row-major,
-  DESIGN.md §2); by default it is the topological order of all accesses' index orders (ties by
-  first appearance, output indices first); `order=` is checked against the same constraints;
+  DESIGN.md §2); a dimension reading several indices (A[y + x], Toeplitz) is lowered at the last
+  of them, the others being bound by outer loops; by default the order is topological (ties by
+  first appearance, output indices first; an index sum's outer index preferably point-like);
+  `order=` is checked against the same constraints; the plan's accesses carry, as `idxs`, the
+  index each dimension is lowered at;
 * measures: reduction indices are those not on the left; a real reduction index needs a measure,
   an integer one defaults to counting; the boolean measure needs an idempotent semiring;
 * semiring: '+' by default, 'or' when every measure is boolean;
 * validity (continuous paper §4.3): `ctensor.analysis.validity.check_program`, before any
-  "not lowered yet" error, so an invalid program is reported as invalid.
+  "not lowered" error (`_check_lowerable`), so an invalid program is reported as invalid.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InvalidProgramError
 from ..lower.ops import RANK, REDUCTIONS, SEMIRINGS
-from .affine import NotAffine, form, names_in_order, rebind_access
+from .affine import NotAffine, coef_poly, form, names_in_order, rebind_access
 from .affine import scalar_names as dim_scalar_names
 from .nodes import EAccess, ECall, EIndex, ELit, EScalar, Einsum
 
@@ -147,12 +150,14 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
     for acc in accesses(rhs):
         lvls = tensors[acc.tensor].modes()
         for depth, (d, lvl) in enumerate(zip(acc.dims, lvls)):
+            perm = bool(acc.permissive and acc.permissive[depth])
             for i in d.indices:
                 if i in kinds and kinds[i] != lvl.coord:
                     raise InvalidProgramError(f"index {i!r} addresses both integer and real modes in {es.text!r}")
                 kinds[i] = lvl.coord
                 # the index's source level (extent, output shape) is one it reads alone (x, x ± c)
-                (source if form(d) in ("plain", "shift") else fallback).setdefault(i, (acc.tensor, depth))
+                # (a permissive dimension takes no part in it: Finch's dimensionalization, digest §1.6)
+                (source if form(d) in ("plain", "shift") and not perm else fallback).setdefault(i, (acc.tensor, depth))
     source.update({i: s for i, s in fallback.items() if i not in source})
     rhs = bind_indices(rhs, kinds)
     for name in scalar_names(rhs):
@@ -192,25 +197,76 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
     return FrontEnd(rhs, kinds, source, measures, op)
 
 
-def _check_lowerable(rhs, kinds, text):
-    """Forms that are valid but that the lowering does not implement yet (run after validity, so an
-    invalid program is reported as invalid, not as unsupported)."""
+def _check_lowerable(rhs, kinds, text, tensors, scalars):
+    """Forms that are valid but that the lowering does not implement (run after validity, so an
+    invalid program is reported as invalid, not as unsupported).  What is lowered
+    (`formats.affine`): on a real mode any dimension `c_1*i_1 + ... + c_k*i_k + c` with non-zero
+    literal or scalar coefficients (Offset, Scale — a negative or runtime-signed coefficient
+    iterates the level backwards — and Toeplitz sums, lowered at their innermost index); `~` on a
+    real mode (a no-op: the extent is the whole line).  On an integer mode: a plain index, or a
+    permissive `~(±i ± j + c)` with coefficients ±1 and an integer constant; every integer index
+    is read alone somewhere (its extent).  A UniformGrid-binned mode: i, i + c, c*i + b, c > 0."""
+    alone = {d.terms[0][1] for acc in accesses(rhs) for k, d in enumerate(acc.dims)
+             if form(d) == "plain" and not (acc.permissive and acc.permissive[k])}
+    for i, kind in kinds.items():
+        if kind == "int" and i not in alone:
+            raise InvalidProgramError(f"integer index {i!r} in {text!r} is read only through ~ or index expressions, "
+                                      f"so its extent is unknown: read it alone (T[{i}]) in some access")
     for acc in accesses(rhs):
-        if any(acc.permissive):
-            raise InvalidProgramError(f"permissive access {acc} in {text!r} is valid but not lowered yet")
-        for d in acc.dims:
-            f = form(d)
-            if f not in ("plain", "shift"):
-                raise InvalidProgramError(f"{acc} in {text!r} is valid but its {f} ({d}) is not lowered yet "
-                                          "(needs the Scale/Toeplitz wrappers)")
-        if len(set(acc.idxs)) != len(acc.idxs):
+        lvls = tensors[acc.tensor].levels()
+        grid = sum(1 for lv in lvls if getattr(lv, "tile", False))
+        plain = [d.terms[0][1] for d in acc.dims if form(d) == "plain"]
+        if len(set(plain)) != len(plain):
             raise InvalidProgramError(f"{acc} repeats an index (diagonal access is not supported)")
-        for i, off in zip(acc.idxs, acc.offsets):
-            if off is not None and kinds[i] == "int":
-                # a shifted integer mode would be read outside its shape at the ends of the loop;
-                # that needs permissive access (~i) with padding semantics, not implemented yet
-                raise InvalidProgramError(f"{acc.tensor}: integer index {i!r} with an offset is not supported "
-                                          "(offsets are supported on real indices)")
+        for k, d in enumerate(acc.dims):
+            perm = bool(acc.permissive and acc.permissive[k])
+            kind = kinds[d.terms[0][1]]
+            if k < grid and (len(d.terms) > 1 or perm or not _positive_literal(d.terms[0][0])):
+                raise InvalidProgramError(f"{acc} in {text!r}: {acc.tensor}'s mode {k} is binned by a UniformGrid, "
+                                          f"so it can be read as i, i + c or c*i + b with a literal c > 0, not {d}"
+                                          + (" with ~" if perm else "") + " (not lowered)")
+            if kind == "real":
+                continue
+            if form(d) == "plain" and not perm:
+                continue
+            if not perm:
+                raise InvalidProgramError(
+                    f"{acc} in {text!r}: integer index expression {d} would read {acc.tensor} outside its shape "
+                    f"at the ends of the loop; write it permissive, {acc.tensor}[..~({d})..], to read missing "
+                    "there (use coalesce(..., value) for another default)")
+            for i, c in coef_poly(d).items():
+                if c not in ({(): 1}, {(): -1}):
+                    raise InvalidProgramError(f"{acc} in {text!r}: the coefficient of integer index {i!r} in {d} must be "
+                                              "1 or -1 (other and runtime coefficients are lowered on real modes only)")
+            if d.const is not None and value_kind(d.const, tensors, scalars) != "int":
+                raise InvalidProgramError(f"{acc} in {text!r}: the constant of integer index expression {d} must be "
+                                          "an integer (an int literal or a scalar passed as int)")
+
+
+def _positive_literal(c) -> bool:
+    return isinstance(c, ELit) and not isinstance(c.value, bool) and c.value > 0
+
+
+def _lowering(dims, order):
+    """Per chain (the dimensions' index sets of an access, or the output's), the index each
+    dimension is lowered at — the last of its indices in `order` — or None when they do not
+    follow storage order (each dimension lowered at a strictly later loop than the previous)."""
+    pos = {i: k for k, i in enumerate(order)}
+    out = []
+    for chain in dims:
+        low = [max(d, key=pos.get) for d in chain]
+        if any(pos[a] >= pos[b] for a, b in zip(low, low[1:])):
+            return None
+        out.append(tuple(low))
+    return out
+
+
+def _pointlike(rhs, tensors, kinds, measures):
+    """index -> does a valid program give it one value per effectual partition?  (integer,
+    counting measure, or read alone by a level of pinpoints)"""
+    pins = {d.terms[0][1] for acc in accesses(rhs) for d, lvl in zip(acc.dims, tensors[acc.tensor].modes())
+            if len(d.terms) == 1 and getattr(lvl, "pinpoints", False)}
+    return lambda i: kinds[i] == "int" or measures.get(i) == "counting" or i in pins
 
 
 def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=None, assume_valid=False) -> Plan:
@@ -223,7 +279,7 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     fe = front_end(es, tensors, scalars, semiring)
     verdict = check_program(fe.rhs, tensors, fe.kinds, fe.measures, fe.op, es.text, assume_valid=assume_valid)
     rhs, kinds, source, measures, op = fe.rhs, fe.kinds, fe.source, fe.measures, fe.op
-    _check_lowerable(rhs, kinds, es.text)
+    _check_lowerable(rhs, kinds, es.text, tensors, scalars)
     rk = value_kind(rhs, tensors, scalars, kinds)
     if op == "+":
         if measures:
@@ -238,36 +294,60 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
         out_kind = "float"
     fill = REDUCTIONS[op][0]
     fill = bool(fill) if out_kind == "bool" else (float(fill) if out_kind == "float" else int(fill))
-    order = _loop_order(es, rhs, kinds, order)
+    order, rhs = _loop_order(es, rhs, kinds, order, _pointlike(rhs, tensors, kinds, measures))
     return Plan(es, order, kinds, source, measures, op, out_kind, fill, rhs, verdict)
 
 
-def _loop_order(es, rhs, kinds, order):
-    # runs after _check_lowerable: every dimension is one index (x or x ± c), so idxs are the chains
-    chains = [acc.idxs for acc in accesses(rhs)] + [es.out_idxs]
+def _loop_order(es, rhs, kinds, order, pointlike):
+    """The loop order (outermost first) and, per access, the index each dimension is lowered at.
+
+    A dimension reading several indices (A[y + x]) is lowered at the last of them (Toeplitz: the
+    others are bound by outer loops).  Default order: repeatedly the first index (output indices
+    first, then by appearance) that may come next — it is not the last index of a dimension
+    whose access still has an earlier dimension unlowered — preferring, as an outer index of an
+    index sum, one that is point-like (integer, counting, or read alone by a pinpoint level: the
+    valid programs pin it, paper §4.3)."""
+    accs = list(accesses(rhs))
+    chains = [[set(d.indices) for d in acc.dims] for acc in accs] + [[{i} for i in es.out_idxs]]
     if order is not None:
         order = list(order)
         if sorted(order) != sorted(kinds):
             raise InvalidProgramError(f"order={order} must list exactly the indices {sorted(kinds)}")
-        pos = {i: k for k, i in enumerate(order)}
-        for ch in chains:
-            if any(pos[a] > pos[b] for a, b in zip(ch, ch[1:])):
-                raise InvalidProgramError(f"order={order} visits [{', '.join(ch)}] out of storage order; "
-                                          "transposed access needs a tensor stored in that order")
-        return order
-    appearance = list(es.out_idxs) + [i for ch in chains for i in ch]
-    first = {}
-    for k, i in enumerate(appearance):
-        first.setdefault(i, k)
-    preds = {i: set() for i in kinds}
-    for ch in chains:
-        for a, b in zip(ch, ch[1:]):
-            preds[b].add(a)
-    out = []
-    while len(out) < len(kinds):
-        ready = [i for i in kinds if i not in out and preds[i] <= set(out)]
-        if not ready:
-            raise InvalidProgramError(f"no loop order visits every tensor of {es.text!r} in storage order "
-                                      "(a transposed access): store one tensor in the other order")
-        out.append(min(ready, key=first.get))
-    return out
+        low = _lowering(chains, order)
+        if low is None:
+            bad = next(acc for acc, ch in zip(accs + [None], chains) if _lowering([ch], order) is None)
+            what = f"[{', '.join(es.out_idxs)}]" if bad is None else str(bad)
+            raise InvalidProgramError(f"order={order} visits {what} out of storage order; "
+                                      "transposed access needs a tensor stored in that order")
+    else:
+        appearance = list(es.out_idxs) + [i for acc in accs for d in acc.dims for i in d.indices]
+        first = {}
+        for k, i in enumerate(appearance):
+            first.setdefault(i, k)
+        order = []
+
+        def ready(i):
+            done = set(order)
+            for ch in chains:
+                for k, d in enumerate(ch):
+                    if i in d and d - done == {i} and any(not e <= done for e in ch[:k]):
+                        return False
+            return True
+
+        def outer(i):     # placing i now makes it an outer index of an index sum
+            return any(i in d and len(d - set(order)) > 1 for ch in chains for d in ch)
+        while len(order) < len(kinds):
+            cand = [i for i in kinds if i not in order and ready(i)]
+            if not cand:
+                raise InvalidProgramError(f"no loop order visits every tensor of {es.text!r} in storage order "
+                                          "(a transposed access): store one tensor in the other order")
+            order.append(min(cand, key=lambda i: (outer(i) and not pointlike(i), first.get(i, len(first)))))
+        low = _lowering(chains, order)
+        if low is None:
+            raise InvalidProgramError(f"no loop order visits every tensor of {es.text!r} in storage order")
+    for acc, idxs in zip(accs, low):
+        if len(set(idxs)) != len(idxs):
+            raise InvalidProgramError(f"{acc}: two of its dimensions would be lowered at the same loop "
+                                      f"({', '.join(idxs)}; a diagonal access) in order {order}")
+    lowered = {id(acc): idxs for acc, idxs in zip(accs, low)}
+    return order, _map_accesses(rhs, lambda a: replace(a, idxs=lowered[id(a)]))

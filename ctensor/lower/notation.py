@@ -14,6 +14,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 
+class _Missing:
+    """Finch's `missing`: what a permissive access reads outside its tensor's extent.  It
+    propagates through every operator but `coalesce`, and an assignment of it is dropped
+    (`lower.simplify`)."""
+
+    def __repr__(self):
+        return "missing"
+
+
+MISSING = _Missing()
+
+
 @dataclass(frozen=True)
 class Lit:
     value: Any             # bool | int | float
@@ -129,10 +141,20 @@ def map_assigns(node, fn):
     return node
 
 
+def _affine_root(acc):
+    """The affine wrapper (`formats.affine.VAffine`) an access reads through, or None."""
+    lvl = getattr(acc.tns, "level", None)
+    return lvl if hasattr(lvl, "uses_index") else None
+
+
 def uses_index(node, idx) -> bool:
-    """Does an expression or statement read the value of index `idx`?"""
+    """Does an expression or statement read the value of index `idx` (also as the offset of a
+    Toeplitz access, A[y + x] read inside the loop over y)?"""
     if isinstance(node, Idx):
         return node.name == idx
+    if isinstance(node, Access):
+        root = _affine_root(node)
+        return root is not None and root.uses_index(idx)
     if isinstance(node, Call):
         return any(uses_index(a, idx) for a in node.args)
     if isinstance(node, Assign):
@@ -144,15 +166,20 @@ def uses_index(node, idx) -> bool:
     return False
 
 
+def subst_expr(e, idx, value):
+    """Replace Idx(idx) by `value` in an expression (also in the offsets of affine accesses)."""
+    if isinstance(e, Idx) and e.name == idx:
+        return value
+    if isinstance(e, Call):
+        return Call(e.op, tuple(subst_expr(a, idx, value) for a in e.args))
+    if isinstance(e, Access) and _affine_root(e) is not None:
+        return Access(replace(e.tns, level=_affine_root(e).subst(idx, value)), e.idxs, e.name, e.mode)
+    return e
+
+
 def subst_index(node, idx, value):
     """Replace Idx(idx) by `value` in every assignment's right-hand side."""
-    def expr(e):
-        if isinstance(e, Idx) and e.name == idx:
-            return value
-        if isinstance(e, Call):
-            return Call(e.op, tuple(expr(a) for a in e.args))
-        return e
-    return map_assigns(node, lambda a: a.with_(rhs=expr(a.rhs)))
+    return map_assigns(node, lambda a: a.with_(rhs=subst_expr(a.rhs, idx, value)))
 
 
 def walk_assigns(node):

@@ -51,6 +51,8 @@ def kind(node) -> str:
         op = node.op
         if op == "ifelse":
             return max(ks[1:], key=RANK.get)
+        if op == "coalesce":
+            return max(ks, key=RANK.get)
         if op in COMPARE or op == "not":
             return "bool"
         if op in ("/", "sqrt", "wmul"):
@@ -117,6 +119,8 @@ def _call(ctx, node, k):
     if op == "ifelse":
         c, x, y = args
         return b.select(to_ir(ctx, c, "bool"), to_ir(ctx, x, k), to_ir(ctx, y, k))
+    if op == "coalesce":           # resolved values are never missing (simplify drops those)
+        return to_ir(ctx, args[0], k)
     if op in COMPARE:
         ak = max((kind(a) for a in args), key=RANK.get)
         x, y = (to_ir(ctx, a, ak) for a in args)

@@ -8,16 +8,22 @@ Rules, as data where they are data:
   Finch (digest pitfall 13);
 * identities (x*1, x+0, x & true, x | false, min(x, +inf), max(x, -inf));
 * an assignment of the reduction's identity is a no-op (`+= 0`, `|= false`, `min= inf`);
-* empty loops, sieves and blocks vanish; constant sieves fold.
+* empty loops, sieves and blocks vanish; constant sieves fold;
+* `missing` (a permissive read outside its tensor, `formats.affine`) propagates through every
+  operator except `coalesce`, which takes its first argument that is not missing, and except
+  that an annihilator wins (missing * 0 is 0, missing & false is false); so that the answer does
+  not depend on which access resolves first, `op(missing, X)` waits until X is settled (reads no
+  tensor any more).  An assignment of missing is dropped.
 """
 from __future__ import annotations
 
 import math
 import operator
 
+from ..errors import InvalidProgramError
 from ..ir import build as b
 from ..looplets.nodes import FillLeaf, Value
-from .notation import Access, Assign, Block, Call, Lit, Loop, Sieve, Val
+from .notation import MISSING, Access, Assign, Block, Call, Lit, Loop, Sieve, Val
 from .ops import REDUCTIONS
 
 ANNIHILATORS = {"*": [0, False], "and": [False], "or": [True], "min": [-math.inf], "max": [math.inf]}
@@ -62,6 +68,17 @@ def _fold(op, args):
     return Lit(out)
 
 
+def _missing(a) -> bool:
+    return isinstance(a, Lit) and a.value is MISSING
+
+
+def _settled(e) -> bool:
+    """Reads no tensor any more: its value (missing or not) is known at this point."""
+    if isinstance(e, Call):
+        return all(_settled(a) for a in e.args)
+    return not isinstance(e, Access)
+
+
 def simplify_expr(node):
     if isinstance(node, Access):
         if isinstance(node.tns, FillLeaf):
@@ -73,6 +90,21 @@ def simplify_expr(node):
         return node
     args = tuple(simplify_expr(a) for a in node.args)
     op = node.op
+    if op == "coalesce":
+        args = tuple(a for a in args if not _missing(a))
+        if not args:
+            return Lit(MISSING)
+        # a value that cannot become missing any more (every access in it is resolved) wins
+        return args[0] if len(args) == 1 or isinstance(args[0], (Lit, Val)) else Call(op, args)
+    if op == "ifelse" and isinstance(args[0], Lit) and not _missing(args[0]):
+        return args[1] if args[0].value else args[2]
+    if any(_missing(a) for a in args):
+        if op == "ifelse" and not _missing(args[0]) and all(_settled(a) for a in args):
+            raise InvalidProgramError("a branch of a data-dependent `a if c else b` is missing (a permissive "
+                                      "read outside its tensor): wrap the access in coalesce(..., value)")
+        if op in ANNIHILATORS and any(_lit_is(a, ANNIHILATORS[op]) for a in args):
+            return next(a for a in args if _lit_is(a, ANNIHILATORS[op]))
+        return Lit(MISSING) if all(_settled(a) for a in args) else Call(op, args)
     if op == "ifelse":
         c, x, y = args
         if isinstance(c, Lit):
@@ -127,7 +159,8 @@ def simplify(node):
     if isinstance(node, Assign):
         rhs = simplify_expr(node.rhs)
         ident = REDUCTIONS.get(node.op, (None,))[0]
-        if ident is not None and isinstance(rhs, Lit) and rhs.value == ident:
+        if ident is not None and isinstance(rhs, Lit) and rhs.value == ident or \
+                isinstance(rhs, Lit) and rhs.value is MISSING:
             return None
         return node.with_(rhs=rhs)
     return node

@@ -24,8 +24,9 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.printer import format_function
 from ..ir.types import F64, I8, I64, PtrType
-from ..formats.offset import VShifted
+from ..formats.affine import DimMap, VAffine
 from ..lang.parser import EAccess, ECall, EIndex, ELit, EScalar, parse
+from ..lang.affine import form
 from ..lang.program import accesses, make_plan, scalar_names
 from ..looplets.nodes import Fiber, Hollow
 from ..lower.context import Context
@@ -33,7 +34,6 @@ from ..lower.lowerer import lower
 from ..lower.nest import loop_nest
 from ..lower.tile import plan_tiles, tile_access_idxs, tile_extents
 from ..lower.notation import Access, Call, Idx, Lit, ScalarOut, Val
-from ..lower.ops import to_ir
 from .buffers import adopt_array, borrow_array, free
 
 _NP = {"bool": np.bool_, "int": np.int64, "float": np.float64}
@@ -202,7 +202,9 @@ class Kernel:
         shapes = {}
         for acc in accesses(self.plan.rhs):
             lvls = tensors[acc.tensor].modes()
-            for d, i in enumerate(acc.idxs):
+            for d, (i, dim) in enumerate(zip(acc.idxs, acc.dims)):
+                if (acc.permissive and acc.permissive[d]) or form(dim) != "plain":
+                    continue        # an index read through an offset or ~ may cover other coordinates
                 if self.plan.kinds[i] == "int":
                     n = lvls[d].shape
                     if shapes.setdefault(i, (n, acc.tensor))[0] != n:
@@ -300,7 +302,8 @@ class PackedCall:
         """Raise InvalidProgramError (the program is invalid on this data) or KernelError on a
         non-zero status."""
         k = self.kernel
-        if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL, ir.STATUS_OUTPUT_ORDER):
+        if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL, ir.STATUS_OUTPUT_ORDER,
+                      ir.STATUS_BAD_AFFINE):
             raise InvalidProgramError(f"{k.text!r} is invalid on this data: {ir.STATUS_NAMES[status]}")
         if status != 0:
             raise KernelError(f"kernel for {k.text!r} failed: {ir.STATUS_NAMES.get(status, status)}")
@@ -371,6 +374,22 @@ def homogenize(lvl: SparseRunList) -> SparseRunList:
     return lvl
 
 
+def _dim_map(dim, x, permissive, svals, kinds) -> DimMap:
+    """The DimMap of one access dimension lowered at index x: coefficient of x, and the constant
+    plus the other indices' terms (`formats.affine`)."""
+    coef, const = None, None
+    for c, i in dim.terms:
+        if i == x:
+            coef = _notation(c, None, svals, kinds)
+        else:
+            t = Call("*", (_notation(c, None, svals, kinds), Idx(i, "int" if kinds[i] == "int" else "float")))
+            const = t if const is None else Call("+", (const, t))
+    if dim.const is not None:
+        c = _notation(dim.const, None, svals, kinds)
+        const = c if const is None else Call("+", (const, c))
+    return DimMap(coef, const, kinds[x], bool(permissive))
+
+
 def _notation(e, roots, svals, kinds, tiling=None):
     if isinstance(e, ELit):
         return Lit(e.value)
@@ -380,22 +399,19 @@ def _notation(e, roots, svals, kinds, tiling=None):
         return Idx(e.name, "int" if kinds[e.name] == "int" else "float")
     if isinstance(e, EAccess):
         root = roots[e.tensor]
-        shifts = {}
-        for depth, (i, off) in enumerate(zip(e.idxs, e.offsets)):
-            if off is None:
-                continue
-            sign, term = off
-            want = "int" if kinds[i] == "int" else "float"
-            d = to_ir(None, Lit(term.value) if isinstance(term, ELit) else svals[term.name], want)
-            shifts[depth] = d if sign > 0 else b.neg(d)
+        maps = {}
+        for depth, (x, dim, perm) in enumerate(zip(e.idxs, e.dims, e.permissive or (False,) * len(e.dims))):
+            m = _dim_map(dim, x, perm, svals, kinds)
+            if not m.identity:
+                maps[depth] = m
         idxs = e.idxs
         if tiling is not None:
             idxs = tile_access_idxs(tiling, e.tensor, idxs)
-            m = tiling.depth.get(e.tensor, 0)
-            # a grid level sits in the frame of the mode it bins: the same shift applies to both
-            shifts = {(d + m): s for d, s in shifts.items()} | {d: s for d, s in shifts.items() if d < m}
-        if shifts:
-            root = VShifted(root, shifts)
+            k = tiling.depth.get(e.tensor, 0)
+            # a grid level sits in the frame of the mode it bins: the same map applies to both
+            maps = {(d + k): m for d, m in maps.items()} | {d: m for d, m in maps.items() if d < k}
+        if maps:
+            root = VAffine(root, maps)
         return Access(Fiber(root, b.i64(0)), idxs, e.tensor)
     if isinstance(e, ECall):
         return Call(e.op, tuple(_notation(a, roots, svals, kinds, tiling) for a in e.args))

@@ -10,8 +10,9 @@ Rules (raise ValueError otherwise):
   d(...); an int reduction index without one uses ``counting``; d(...) may not name an LHS index
   nor an index no tensor access uses; ``lebesgue`` is not allowed on an int index;
 * every LHS index and every bare index (``IndexRef``) must address some tensor dimension (that
-  gives its kind); a bare index evaluates to the coordinate of a pinpoint/int cell and is an
-  error on a gap cell that contributes (paper §4.3, validity condition 2);
+  gives its kind); a bare index evaluates to the coordinate of a pinpoint/int cell; on a gap cell
+  the cell's contribution must not depend on it (sampled at the cell's ends and middle: a factor
+  annihilates it), else the program is invalid there (paper §4.3, validity condition 2);
 * ``counting`` on a real axis weighs a pinpoint cell 1 only if the Fig. 5 partition containing it
   (the intersection of the pieces holding it, one per access, where a cell in no piece lies in
   the maximal uncovered interval along that axis — a run-list gap) is itself a pinpoint along the
@@ -22,12 +23,15 @@ Rules (raise ValueError otherwise):
 """
 from __future__ import annotations
 
-from itertools import product
+import math
+from itertools import permutations, product
 
 from .endpoints import is_pinpoint
-from .expr import Access, IndexRef, eval_expr, walk
+from .expr import MISSING, Access, IndexRef, eval_expr, walk
 from .parse import parse
-from .partition import access_table, index_kinds, partitions, preimage_pieces
+from .endpoints import elementary_cells
+from .partition import (UNDETERMINED, access_table, index_kinds, is_simple, partitions, preimage_pieces,
+                        sum_breakpoints, sum_lookup)
 from .pieces import PieceTensor
 from .result import Result
 from .semirings import OTHER, SEMIRINGS, check_semiring, contribution, weight
@@ -68,6 +72,10 @@ def _check_tensors(accesses, tensors):
         tensors[name].check_disjoint()
 
 
+class NotConstant(ValueError):
+    """The program is not piecewise constant on some cell of the partition (invalid, §4.3)."""
+
+
 def evaluate(text: str, tensors: dict, scalars: dict | None = None,
              semiring: str | None = None) -> Result:
     """Evaluate einsum `text` on oracle `PieceTensor`s; see the package docstring."""
@@ -98,16 +106,75 @@ def evaluate(text: str, tensors: dict, scalars: dict | None = None,
             raise ValueError(f"real reduction index {r!r} needs a measure in d(...)")
         if kinds[r] == "int" and measures[r] == "lebesgue":
             raise ValueError(f"the lebesgue measure is not defined on the int index {r!r}")
+    if all(is_simple(acc) for acc in accesses):
+        return _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, None)
+    # index sums: an evaluation order in which every cell is constant (or annihilated) is a
+    # valid refinement of the Fig. 5 partition; an invalid program has none
+    err = None
+    for order in permutations(kinds):
+        try:
+            return _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction,
+                             {v: k for k, v in enumerate(order)})
+        except NotConstant as e:
+            err = e
+    raise err
 
-    pres = {acc: preimage_pieces(acc, tensors[acc.tensor]) for acc in accesses}   # step 1a
+
+def _domains(accesses, tensors, kinds):
+    """int index -> its declared extent 0..n-1, for indices read permissively (where reads outside
+    a tensor's shape are missing): the shape of a tensor reading it alone, not permissively."""
+    out = {}
+    perm = {v for acc in accesses for aff in acc.dims if aff.permissive for v in aff.vars}
+    for acc in accesses:
+        t = tensors[acc.tensor]
+        for aff, kind, n in zip(acc.dims, t.dims, t.shape):
+            if kind == "int" and aff.var in perm and not aff.permissive and n is not None \
+                    and aff.terms == ((aff.var, 1.0),) and aff.offset == 0:
+                out.setdefault(aff.var, n)
+    return out
+
+
+def _out_of_extent(acc, tensor, env):
+    """A permissive int dimension reads outside its tensor's shape on the cell `env`."""
+    for aff, kind, n in zip(acc.dims, tensor.dims, tensor.shape):
+        if aff.permissive and kind == "int" and n is not None:
+            u = aff.offset + sum(s * env[v] for v, s in aff.terms)
+            if not 0 <= u < n:
+                return True
+    return False
+
+
+def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, rank):
+    simple = [acc for acc in accesses if is_simple(acc)]
+    pres = {acc: preimage_pieces(acc, tensors[acc.tensor]) for acc in simple}     # step 1a
     parts = partitions(pres.values(), kinds)                                       # step 1b
-    tables = {acc: access_table(pres[acc], parts) for acc in accesses}
+    if rank is not None:           # index sums add breakpoints to their last index, in order
+        used = {v: set() for v in kinds}
+        for pre in pres.values():
+            for coords, _ in pre.pieces:
+                for (var, kind), c in zip(pre.dims, coords):
+                    used[var].update([c] if kind == "int" else [c[0][0], c[1][0]])
+        for var in sorted(kinds, key=rank.__getitem__):
+            for acc in accesses:
+                if not is_simple(acc):
+                    used[var] |= sum_breakpoints(acc, tensors[acc.tensor], var, rank, used)
+            used[var] = {u for u in used[var] if kinds[var] == "int" or math.isfinite(u)}
+        parts = {v: (sorted(used[v]) + [OTHER]) if kinds[v] == "int" else elementary_cells(used[v])
+                 for v in kinds}
+    for v, n in _domains(accesses, tensors, kinds).items():
+        parts[v] = list(range(n))
+    tables = {acc: access_table(pres[acc], parts) for acc in simple}
     add = SEMIRINGS[semiring][1]
     axes = list(prog.out_indices) + reduction
     pos = {r: {c: k for k, c in enumerate(parts[r])} for r in reduction}
-    users = {r: [a for a in accesses if r in pres[a].vars] for r in reduction}
+    users = {r: [a for a in accesses if r in {v for aff in a.dims for v in aff.vars}] for r in reduction}
 
     def lookup(acc, env):  # (piece number or None, value) of access `acc` on the cell `env`
+        t = tensors[acc.tensor]
+        if _out_of_extent(acc, t, env):
+            return "missing", MISSING
+        if acc not in tables:
+            return sum_lookup(acc, t, env, rank, kinds)
         return tables[acc].get(tuple(env[v] for v in pres[acc].vars), (None, pres[acc].fill))
 
     def isolated(r, env):
@@ -121,14 +188,48 @@ def evaluate(text: str, tensors: dict, scalars: dict | None = None,
         ws = [weight(measures[r], kinds[r], env[r], isolated(r, env)) for r in reduction]
         if any(w == 0 for w in ws):
             continue  # measure-zero cell: contributes nothing in any semiring
-        value = eval_expr(prog.expr, lambda acc: lookup(acc, env)[1],
-                          lambda name: _index_value(name, kinds[name], env[name]))
-        c = contribution(semiring, value, ws, bool(reduction))
+        c = _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, bool(reduction), lookup)
         if c is None:
             continue
         if semiring == "+" and c != 0 and any(env[r] is OTHER for r in reduction):
-            raise ValueError(f"{text!r}: the fill-only value {value!r} is summed over infinitely "
+            raise ValueError(f"{prog.text!r}: the fill-only value {c!r} is summed over infinitely "
                              "many int coordinates (oracle requires it to be 0)")
         key = tuple(env[i] for i in prog.out_indices)
         cells[key] = c if key not in cells else add(cells[key], c)
     return Result(prog.out, prog.out_indices, kinds, parts, cells, semiring)
+
+
+def _samples(cell) -> list:
+    """Values of a real index on an interval cell that is not a point: its finite ends and middle."""
+    (lo, _), (hi, _) = cell
+    lo, hi = max(lo, min(hi, 0.0) - 1e3), min(hi, max(lo, 0.0) + 1e3)
+    return [lo, (lo + hi) / 2, hi]
+
+
+def _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, reduces, lookup):
+    """The contribution of one cell.  Where an index sum is not constant on it (UNDETERMINED), the
+    contribution for every value its tensor holds (and missing, if read permissively) must agree;
+    so must it for sample values of a bare real index on a cell that is not a pinpoint (both hold
+    where a factor annihilates the term, paper §4.3; otherwise the program is invalid there)."""
+    values = {acc: lookup(acc, env)[1] for acc in accesses}
+    undetermined = [acc for acc, v in values.items() if v is UNDETERMINED]
+    choices = []
+    for acc in undetermined:
+        t = tensors[acc.tensor]
+        vs = {v for _, v in t.live_pieces()} | {t.fill}
+        choices.append(sorted(vs, key=repr) + ([MISSING] if any(a.permissive for a in acc.dims) else []))
+    bare = sorted({n.name for n in walk(prog.expr) if isinstance(n, IndexRef)
+                   and kinds[n.name] == "real" and not is_pinpoint(env[n.name])})
+    choices += [_samples(env[name]) for name in bare]
+    seen = []
+    for pick in product(*choices):
+        vals = {**values, **dict(zip(undetermined, pick))}
+        at = dict(zip(bare, pick[len(undetermined):]))
+        value = eval_expr(prog.expr, vals.__getitem__,
+                          lambda name: at[name] if name in at else _index_value(name, kinds[name], env[name]))
+        c = None if value is MISSING else contribution(semiring, value, ws, reduces)
+        if seen and c != seen[0]:
+            raise NotConstant(f"{prog.text!r} is not piecewise constant on the cell {env}: "
+                              f"{', '.join(str(a) for a in undetermined)} varies there (invalid, paper §4.3)")
+        seen.append(c)
+    return seen[0]

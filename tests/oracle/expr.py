@@ -9,7 +9,14 @@ Operator meaning (scalar, IEEE-754 double arithmetic, no Python exceptions):
   ``& |``, ``and or``, ``not``                        logical, on the truth value of the operands
   ``< <= > >= == !=`` (chains allowed)               comparisons -> bool
   ``min(a, b, ..)``, ``max(a, b, ..)``                NaN propagates; bool if all args are bool
-  ``a if c else b``                                   only the taken branch is evaluated
+  ``a if c else b``                                   only the taken branch is evaluated (missing if c is)
+  ``coalesce(a, b, ..)``                              the first operand that is not missing
+
+``MISSING`` is what a permissive access (``A[~(i + 1)]``) reads outside its tensor's declared
+integer extent (Finch: out-of-bounds reads give ``missing``).  It propagates through every
+operator except ``coalesce`` — but an annihilator wins: ``0 * missing`` is 0, ``false & missing``
+is false, ``min(-inf, missing)`` is -inf (the compiler's simplifier folds annihilators of the
+fill before anything is known to be missing).  A cell whose value is missing contributes nothing.
 """
 from __future__ import annotations
 
@@ -30,12 +37,34 @@ class IndexRef:
     name: str
 
 
+class _Missing:
+    def __repr__(self):
+        return "missing"
+
+
+MISSING = _Missing()
+
+
 @dataclass(frozen=True)
 class Affine:
-    """One access dimension: ``scale * var + offset``; ``var`` None means the constant ``offset``."""
-    var: str | None
-    scale: float = 1.0
+    """One access dimension: ``sum(scale * var for var, scale in terms) + offset``, read
+    permissively (out-of-extent reads are ``MISSING``) when ``permissive``.  ``var``/``scale`` are
+    the single term's (``var`` None for a constant dimension, or for an index sum)."""
+    terms: tuple = ()         # ((var, scale), ...), scales non-zero
     offset: float = 0.0
+    permissive: bool = False
+
+    @property
+    def var(self):
+        return self.terms[0][0] if len(self.terms) == 1 else None
+
+    @property
+    def scale(self) -> float:
+        return self.terms[0][1] if len(self.terms) == 1 else 1.0
+
+    @property
+    def vars(self) -> tuple:
+        return tuple(v for v, _ in self.terms)
 
 
 @dataclass(frozen=True)
@@ -81,6 +110,28 @@ OPS = {
     "eq": lambda a, b: float(a) == float(b), "ne": lambda a, b: float(a) != float(b),
     "min": _minmax(min), "max": _minmax(max),
 }
+# the values that decide an operator whatever its other operands are (also over MISSING)
+ANNIHILATORS = {"mul": (0.0,), "and": (False,), "or": (True,), "min": (-math.inf,), "max": (math.inf,)}
+
+
+def _annihilates(op, x) -> bool:
+    if x is MISSING or isinstance(x, float) and math.isnan(x):
+        return False
+    if op in ("and", "or"):
+        return bool(x) == ANNIHILATORS[op][0]
+    return op in ANNIHILATORS and float(x) == ANNIHILATORS[op][0]
+
+
+def apply_op(op, xs):
+    """Operator `op` on evaluated operands, with the MISSING rules of the module doc."""
+    if op == "coalesce":
+        return next((x for x in xs if x is not MISSING), MISSING)
+    if any(x is MISSING for x in xs):
+        hit = next((x for x in xs if x is not MISSING and _annihilates(op, x)), None)
+        if hit is None:
+            return MISSING
+        return hit if op != "mul" else 0.0
+    return OPS[op](*xs)
 
 
 def walk(node):
@@ -101,7 +152,8 @@ def eval_expr(node, access_value, index_value):
         return index_value(node.name)
     if isinstance(node, Op) and node.op == "ifelse":
         c, a, b = node.args
-        return eval_expr(a if eval_expr(c, access_value, index_value) else b, access_value, index_value)
+        c = eval_expr(c, access_value, index_value)
+        return MISSING if c is MISSING else eval_expr(a if c else b, access_value, index_value)
     if isinstance(node, Op):
-        return OPS[node.op](*[eval_expr(a, access_value, index_value) for a in node.args])
+        return apply_op(node.op, [eval_expr(a, access_value, index_value) for a in node.args])
     raise TypeError(f"not an expression node: {node!r}")

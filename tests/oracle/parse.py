@@ -3,9 +3,11 @@
 Accepted text: ``Out[i, x, ...] = expr`` or ``Out[...] = expr * d(r1, r2; m1, m2)`` where the
 output may be 0-d (``s[]``).  The text is pre-processed (``[]`` -> ``[()]``, ``;`` -> a marker
 argument) and then parsed with Python's `ast`.  Inside ``[...]`` every dimension is an affine
-function of at most one index: ``x``, ``x + 1.5``, ``2*x - c``, ``dx*t + x`` where ``c``, ``dx``
-are scalars passed by name, or a constant.  Outside brackets, names are scalars (from the
-``scalars`` dict) or bare indices (``IndexRef``).  ``d`` may only appear as the last factor.
+function of indices: ``x``, ``x + 1.5``, ``2*x - c``, ``dx*t + x``, ``y + x`` (an index sum) where
+``c``, ``dx`` are scalars passed by name, or a constant; ``~dim`` reads permissively (out of the
+tensor's extent: missing).  ``coalesce(a, b, ..)`` is the first operand that is not missing.
+Outside brackets, names are scalars (from the ``scalars`` dict) or bare indices (``IndexRef``).
+``d`` may only appear as the last factor.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.
            ast.BitAnd: "and", ast.BitOr: "or"}
 _UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not"}
 _CMP = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
-_CALLS = {"min": (2, None), "max": (2, None), "sqrt": (1, 1), "abs": (1, 1)}
+_CALLS = {"min": (2, None), "max": (2, None), "sqrt": (1, 1), "abs": (1, 1), "coalesce": (2, None)}
 
 
 @dataclass(frozen=True)
@@ -149,14 +151,10 @@ class _Converter:
         raise ValueError(f"unsupported expression {ast.unparse(node)!r}")
 
     def affine(self, node) -> Affine:
-        coefs, const = self._lin(node)
-        coefs = {v: c for v, c in coefs.items() if c != 0}
-        if len(coefs) > 1:
-            raise ValueError(f"index {ast.unparse(node)!r} uses several indices (not supported)")
-        if not coefs:
-            return Affine(None, 0.0, const)
-        (var, scale), = coefs.items()
-        return Affine(var, float(scale), float(const))
+        perm = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert)
+        coefs, const = self._lin(node.operand if perm else node)
+        terms = tuple((v, float(c)) for v, c in coefs.items() if c != 0)
+        return Affine(terms, float(const), perm)
 
     def _lin(self, node):
         """(coefficients by index name, constant) of an affine index expression."""

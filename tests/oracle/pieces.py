@@ -13,6 +13,9 @@ Data convention (fixed; the differential-test harness converts compiled tensors 
   empty interval are allowed and ignored.
 * ``fill``: the value everywhere else (float or bool).  Values are normalised to Python
   ``float`` or ``bool``.
+* ``shape``: optional, per dimension the declared extent ``n`` of an int dim (coordinates
+  0..n-1) or None (unbounded; always None for a real dim).  Only permissive reads use it: outside
+  it they read ``missing`` (`expr.MISSING`).
 """
 from __future__ import annotations
 
@@ -46,9 +49,13 @@ class PieceTensor:
     dims: tuple
     pieces: list = field(default_factory=list)
     fill: float | bool = 0.0
+    shape: tuple | None = None
 
     def __post_init__(self):
         self.dims = tuple(self.dims)
+        self.shape = tuple(self.shape) if self.shape is not None else (None,) * len(self.dims)
+        if len(self.shape) != len(self.dims):
+            raise ValueError(f"shape has {len(self.shape)} entries for {len(self.dims)} dims")
         for kind in self.dims:
             if kind not in KINDS:
                 raise ValueError(f"dim kind must be 'int' or 'real', got {kind!r}")

@@ -1,0 +1,212 @@
+"""Affine access wrappers: `A[a*x + b]` (Offset, Scale), `A[y + x]` (Toeplitz) and `A[~x]`
+(Permissive) — Finch's `offset.jl`, `scale.jl`, `toeplitz.jl`, `permissive.jl`; Looplets paper's
+Shift; digest §1.6.
+
+One access dimension `c_1*i_1 + ... + c_k*i_k + c` is lowered at the index of its terms that the
+loop order visits last, x; the other indices are then bound to one value each (their loops sit
+outside and reach this access only on pinpoints, paper §4.3 rule 2), so the dimension reads
+`u = a*x + b` with a = the coefficient of x and b = c + the other terms: a Toeplitz access is an
+Offset by the outer index's current value (Finch: `Lookup(v -> Offset(A, v))`).
+
+**One frame only** (digest pitfall 4).  Finch moves extents into the tensor's frame (u) and
+coordinates back out (x); the float round trip `a*((u - b)/a) + b` then decides whether a cursor
+advances or a spike is truncated.  Here extents never move: the level is given a `CoordView` and
+maps every coordinate it loads, once, into the loop's frame, `x = (u - b)/a`; seeks, step stops,
+truncations and advancement all compare x-frame values, and one stored value always maps to the
+same x.  For a < 0 the view reverses the order, so the level iterates its fiber backwards
+(`formats.reverse`) with the closedness of every endpoint flipped (`[s, e)` becomes `(.., ..]`).
+
+A permissive integer mode (`v[~(i + 1)]`) reads `missing` outside the level's declared extent
+[0, shape-1] (Finch: `Sequence[Phase(Run(missing)), Phase(inner), Phase(Run(missing))]`); a real
+mode's extent is the whole line, so `~` changes nothing there.  `missing` propagates through
+every operator but `coalesce`, and an assignment of `missing` is dropped (`lower.simplify`).
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, replace
+
+from ..errors import InvalidProgramError
+from ..extents import SymLimit
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..looplets.nodes import (AcceptRun, Deferred, FillLeaf, Fiber, Lookup, Phase, PhaseSpec, Run,
+                              Sequence, Spike, Stepper, Switch, Thunk)
+from ..lower.notation import MISSING, Lit, subst_expr, uses_index
+
+# a coordinate below every x-frame coordinate of a viewed integer level (stored ids are >= 0,
+# but a shift can move them below -1, the unviewed empty-fiber sentinel)
+INT_BOTTOM = -(2 ** 62)
+
+
+# ------------------------------------------------------------------------------------ x-frame view
+class CoordView:
+    """x = (u - b)/a: how a level's stored coordinate u is seen from the loop's frame.
+
+    a, b: IR expressions (f64 on a real mode; i64 on an integer mode, where a is ±1); sign: the
+    compile-time sign of a.  On a real mode ε keeps its sign for a > 0 and flips for a < 0."""
+
+    def __init__(self, a, b_, sign: int, continuous: bool):
+        self.a, self.b, self.sign, self.continuous = a, b_, sign, continuous
+
+    def value(self, u):
+        a, c = self.a, self.b
+        if not self.continuous:                       # a = ±1: exact
+            return b.sub(u, c) if self.sign > 0 else b.sub(c, u)
+        if b.is_const(u) and math.isinf(u.value):     # ±inf stays a compile-time constant
+            return b.f64(u.value * self.sign)
+        if b.is_const(a, 1.0):
+            return b.sub(u, c)
+        if b.is_const(a, -1.0):
+            return b.sub(c, u)
+        return b.div(b.sub(u, c), a)
+
+    def out(self, u: SymLimit, finite: bool | None = None) -> SymLimit:
+        """The x-frame Limit of a stored Limit u.  `finite` (x above -inf): kept for a > 0; for
+        a < 0 it must be given (it holds when u is below +inf)."""
+        e = u.e if self.sign > 0 else b.neg(u.e)
+        fin = u.finite if self.sign > 0 else bool(finite)
+        return SymLimit(self.value(u.v), e, fin)
+
+    def into(self, j):
+        """u = a*x + b for an integer x (Dense lookups)."""
+        return b.add(b.mul(self.a, j), self.b) if self.sign > 0 else b.sub(self.b, j)
+
+
+def see(level, u: SymLimit, finite: bool | None = None) -> SymLimit:
+    """A level's stored coordinate u in the loop's frame (u itself when the level has no view)."""
+    view = getattr(level, "view", None)
+    return u if view is None else view.out(u, finite)
+
+
+def viewed(level, view: CoordView):
+    """A copy of a virtual level that sees its coordinates through `view` (state stays shared)."""
+    if view.sign < 0 and not hasattr(level, "unfurl_reversed"):
+        raise InvalidProgramError(f"{type(level).__name__[1:]} cannot be read with a negative index "
+                                  "coefficient (reversed iteration is not implemented for it)")
+    v = copy.copy(level)
+    v.view = view
+    return v
+
+
+# ------------------------------------------------------------------------------- the dimension map
+@dataclass(frozen=True, eq=False)
+class DimMap:
+    """One access dimension as lowered at its last loop index x: u = coef*x + const.
+
+    coef, const: notation expressions (`Lit`, `Val`, `Call`; const may hold `Idx` of outer indices
+    until their loops bind them, and is None for 0); kind: 'int' | 'real'; permissive: `~`."""
+    coef: object
+    const: object
+    kind: str
+    permissive: bool = False
+
+    def uses(self, idx) -> bool:
+        return uses_index(self.coef, idx) or uses_index(self.const, idx)
+
+    def subst(self, idx, value) -> "DimMap":
+        return replace(self, coef=subst_expr(self.coef, idx, value), const=subst_expr(self.const, idx, value))
+
+    @property
+    def identity(self) -> bool:
+        return isinstance(self.coef, Lit) and self.coef.value == 1 and self.const is None and not self.permissive
+
+
+# ------------------------------------------------------------------------------------ the wrapper
+class VAffine:
+    """A tensor's virtual root read through DimMaps at some depths: unfurling depth k sees the
+    level through map k (a view, a sign switch, missing phases) and hands out children wrapped
+    for the deeper maps."""
+
+    is_leaf = False
+
+    def __init__(self, level, maps: dict, depth: int = 0):
+        self.level, self.maps, self.depth = level, maps, depth
+        self.fill = level.fill
+        self.coord = getattr(level, "coord", None)
+        self.tile = getattr(level, "tile", False)
+
+    def extent(self):
+        return self.level.extent()
+
+    def uses_index(self, idx) -> bool:
+        return any(m.uses(idx) for d, m in self.maps.items() if d >= self.depth)
+
+    def subst(self, idx, value) -> "VAffine":
+        return VAffine(self.level, {d: m.subst(idx, value) if d >= self.depth else m
+                                    for d, m in self.maps.items()}, self.depth)
+
+    def _wrap_child(self, node):
+        if isinstance(node, Fiber) and node.level is self.level.child and not getattr(node.level, "is_leaf", False) \
+                and any(k > self.depth for k in self.maps):
+            return Fiber(VAffine(node.level, self.maps, self.depth + 1), node.pos)
+        return node
+
+    def read_leaf(self, ctx, pos):
+        return self.level.read_leaf(ctx, pos)
+
+    def unfurl(self, ctx, pos, ext, mode, dirty=None):
+        m = self.maps.get(self.depth)
+        if m is None or m.identity:
+            return rewrap(self.level.unfurl(ctx, pos, ext, mode, dirty), self._wrap_child)
+        from ..lower.ops import to_ir
+        want = "int" if m.kind == "int" else "float"
+        a = ctx.let(to_ir(ctx, m.coef, want), "scale")
+        c = b.const(0, a.type) if m.const is None else ctx.let(to_ir(ctx, m.const, want), "shift")
+        if m.kind == "real":
+            finite = lambda v: b.lt(ir.Un("abs", v), b.f64(math.inf))     # false for ±inf and NaN
+            bad = b.lnot(b.land(b.land(finite(a), finite(c)), b.ne(a, b.f64(0.0))))
+            ctx.fail_if(bad, ir.STATUS_BAD_AFFINE)
+        continuous = m.kind == "real"
+
+        def nest(sign):
+            view = CoordView(a, c, sign, continuous)
+            lvl = viewed(self.level, view)
+            inner = lvl.unfurl_reversed(ctx, pos, ext) if sign < 0 else lvl.unfurl(ctx, pos, ext, mode, dirty)
+            inner = rewrap(inner, self._wrap_child)
+            return _permissive(lvl, view, inner) if m.permissive and not continuous else inner
+        if b.is_const(a):
+            return nest(1 if a.value > 0 else -1)
+        return Switch([(b.lt(b.const(0, a.type), a), nest(1)), (b.TRUE, nest(-1))])
+
+
+def _permissive(level, view: CoordView, inner):
+    """Missing outside the level's declared integer extent [lo, hi], seen in the x-frame."""
+    ext = level.extent()
+    lo, hi = view.out(ext.start, True), view.out(ext.stop, True)
+    if view.sign < 0:
+        lo, hi = hi, lo
+    miss = lambda ctx, e: Run(FillLeaf(MISSING))
+    return Sequence([PhaseSpec(miss, stop=lambda ctx, e: ext.minus_unit(lo)),
+                     PhaseSpec(lambda ctx, e: inner, stop=lambda ctx, e: hi),
+                     PhaseSpec(miss)])
+
+
+def rewrap(node, leaf):
+    """Rebuild a looplet nest lazily, through its callables, passing every leaf it hands out
+    through leaf(node)."""
+    go = lambda n: rewrap(n, leaf)
+    if isinstance(node, Thunk):
+        return Thunk(go(node.body), node.preamble, node.epilogue)
+    if isinstance(node, Deferred):
+        return Deferred(lambda: go(node.make()))
+    if isinstance(node, Lookup):
+        return Lookup(lambda ctx, j: go(node.body(ctx, j)))
+    if isinstance(node, Run):
+        return Run(go(node.body))
+    if isinstance(node, Spike):
+        return Spike(go(node.body), go(node.tail))
+    if isinstance(node, Phase):
+        return Phase(lambda ctx, ext: go(node.body(ctx, ext)), start=node.start, stop=node.stop)
+    if isinstance(node, Sequence):
+        return Sequence([PhaseSpec(body=(lambda s: lambda ctx, ext: go(s.body(ctx, ext)))(s), stop=s.stop)
+                         for s in node.phases])
+    if isinstance(node, Stepper):
+        return replace(node, chunk=lambda ctx: go(node.chunk(ctx)))
+    if isinstance(node, Switch):
+        return Switch([(c, go(n)) for c, n in node.cases])
+    if isinstance(node, AcceptRun):
+        return AcceptRun(lambda ctx, ext: go(node.body(ctx, ext)))
+    return leaf(node)
+

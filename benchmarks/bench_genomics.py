@@ -115,6 +115,10 @@ def test_e2e(benchmark, op, peer, ds):
 #   idx.overlap(qs, qe) -> (qi, dj) int64 arrays         join
 #   idx.coverage(qs, qe) -> {'count','covered','length','fraction'}
 #   genomics.count_overlaps(query_df, data_df) -> DataFrame with a 'count' column (e2e)
+# Layouts: peer "ctensor" is the default sorted layout, "ctensor_grid" the paper's uniform grid
+# (genomics.index(d, layout="grid"), cell width chosen from the data).  Mode "build" times the
+# index alone (genomics.index(d, ops=(the operation's,)), kernels compiled before), so the report
+# shows query and index build time separately.
 # =====================================================================================
 CTENSOR_QUERY = {
     "count": lambda idx, q: idx.count_overlaps(q.start, q.end),
@@ -123,18 +127,51 @@ CTENSOR_QUERY = {
 }
 
 
+CTENSOR_OPS = {"count": "count", "join": "overlap", "coverage": "coverage"}   # bench op -> index ops
+LAYOUT_PEER = {"sorted": "ctensor", "grid": "ctensor_grid"}
+
+
 def _ctensor_genomics():
     return pytest.importorskip("ctensor.apps.genomics")
+
+
+def _ctensor_index(genomics, op, d, layout):
+    return genomics.index(d, ops=(CTENSOR_OPS[op],), layout=layout)
+
+
+def _ctensor_query(benchmark, op, ds, layout):
+    genomics = _ctensor_genomics()
+    q, d = g.dataset(ds)
+    idx = _ctensor_index(genomics, op, d, layout)
+    CTENSOR_QUERY[op](idx, q)  # first call outside the timing (kernel compilation)
+    benchmark.extra_info.update(cell=idx.cell, index_bytes=idx.nbytes, interval_bytes=16 * len(d))
+    _time(benchmark, op, LAYOUT_PEER[layout], ds, CTENSOR_QUERY[op], (idx, q), "query")
 
 
 @pytest.mark.parametrize("ds", DATASETS)
 @pytest.mark.parametrize("op", OPS)
 def test_ctensor(benchmark, op, ds):
+    _ctensor_query(benchmark, op, ds, "sorted")
+
+
+@pytest.mark.parametrize("ds", DATASETS)
+@pytest.mark.parametrize("op", OPS)
+def test_ctensor_grid(benchmark, op, ds):
+    _ctensor_query(benchmark, op, ds, "grid")
+
+
+@pytest.mark.parametrize("ds", DATASETS)
+@pytest.mark.parametrize("layout", list(LAYOUT_PEER))
+@pytest.mark.parametrize("op", OPS)
+def test_ctensor_build(benchmark, op, layout, ds):
+    """Index build alone (layout + the operation's index tensors, `GenomeIndex.build_seconds`
+    measured from outside), for the report's build columns."""
     genomics = _ctensor_genomics()
-    q, d = g.dataset(ds)
-    idx = genomics.index(d)
-    CTENSOR_QUERY[op](idx, q)  # first call outside the timing (kernel compilation)
-    _time(benchmark, op, "ctensor", ds, CTENSOR_QUERY[op], (idx, q), "query")
+    _, d = g.dataset(ds)
+    _ctensor_index(genomics, op, d, layout)          # warm caches (pandas, numpy) once
+    benchmark.group = f"{op}:{ds}"
+    benchmark.extra_info.update(op=op, peer=LAYOUT_PEER[layout], dataset=ds, mode="build")
+    benchmark(_ctensor_index, genomics, op, d, layout)
 
 
 @pytest.mark.parametrize("ds", DATASETS)

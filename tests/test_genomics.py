@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctensor
+from ctensor.apps import genome_layout
 from ctensor.apps import genomics as g
 from ctensor.apps.bedio import read_intervals
 
@@ -182,11 +183,13 @@ def test_edge_semantics_spelled_out():
                                                              ["chr1", 5, 5], ["chrX", 0, 1]]
 
 
-def test_coordinates_beyond_bedtools():
+@pytest.mark.parametrize("layout", [{}, {"layout": "grid"}, {"layout": "grid", "cell": 3}],
+                         ids=["sorted", "grid", "grid-cell3"])
+def test_coordinates_beyond_bedtools(layout):
     """Coordinates up to 2**40 - 1 (bedtools refuses >= 2**29): expected answers worked by hand."""
     big = 10**12
     q = bed([("chr1", big - 5, big), ("chr1", big, big), ("chr2", 2**40 - 3, 2**40 - 1)])
-    d = bed([("chr1", big - 1, big + 3), ("chr2", 2**40 - 2, 2**40 - 2)])
+    d = g.index(bed([("chr1", big - 1, big + 3), ("chr2", 2**40 - 2, 2**40 - 2)]), **layout)
     assert g.count_overlaps(q, d)["count"].tolist() == [1, 1, 1]
     assert g.intersect(q, d)[["start", "end"]].values.tolist() == [[big - 1, big], [big, big],
                                                                    [2**40 - 3, 2**40 - 1]]
@@ -213,12 +216,18 @@ def _rows(data: bool):
     return st.lists(item, max_size=25)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(qrows=_rows(data=False), drows=_rows(data=True), plan=st.sampled_from(["window", "ranks"]))
-def test_property_against_bedtools(qrows, drows, plan):
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qrows=_rows(data=False), drows=_rows(data=True), plan=st.sampled_from(["window", "ranks", "grid"]),
+       cell=st.sampled_from([None, 1, 2, 5, 16, 1000]))
+def test_property_against_bedtools(qrows, drows, plan, cell):
+    # plan 'grid': layout="grid" with the width `cell` (None: chosen from the data); coordinates
+    # up to 230 meet cells of 1..16 bases at every offset, intervals span up to 30 of them
     q, d = bed(qrows), bed(drows)
-    idx = g.index(d)
-    idx.pair_plan = plan
+    if plan == "grid":
+        idx = g.index(d, layout="grid", cell=cell)
+    else:
+        idx = g.index(d)
+        idx.pair_plan = plan
     for op in ["count_overlaps", "overlap", "coverage", "intersect", "subtract", "closest"]:
         check(op, q, idx, d=d)
 
@@ -325,6 +334,122 @@ def test_pair_plan_cost_model_picks_ranks_for_crowded_windows():
     assert sparse._pair_plan(gs[:10], gs[:10] + 100) == "window"
 
 
+# ------------------------------------------------------------------------------------ grid layout
+GRID_OPS = ["count_overlaps", "overlap", "any_overlap", "no_overlap", "coverage", "intersect"]
+_grids: dict = {}
+
+
+def grid_index(key, make, cell=None) -> g.GenomeIndex:
+    if (key, cell) not in _grids:
+        _grids[key, cell] = g.index(make(), layout="grid", cell=cell)
+    return _grids[key, cell]
+
+
+def same_rows_as_sorted(op, query, grid, data):
+    """The grid layout answers with the very rows of the sorted layout, in the same order."""
+    fn = getattr(g, op)
+    kw = {"return_index": True} if op == "overlap" else {}
+    pd.testing.assert_frame_equal(fn(query, grid, **kw), fn(query, data, **kw))
+
+
+@pytest.mark.parametrize("op", PAIR_OPS)
+@pytest.mark.parametrize("query, data", [(GERP, EXONS), (EXONS, GERP)], ids=["gerp-exons", "exons-gerp"])
+def test_grid_real_tracks(op, query, data):
+    idx = grid_index(data, lambda: str(data))
+    check(op, str(query), idx, q=frame(query), d=frame(data))
+    if op in GRID_OPS:
+        same_rows_as_sorted(op, frame(query), idx, real_index(data))
+
+
+@pytest.mark.parametrize("op", ["count_overlaps", "any_overlap", "no_overlap"])
+def test_grid_snps_against_exons(op):
+    check(op, SNPS, grid_index(EXONS, lambda: str(EXONS)), q=frame(SNPS), d=frame(EXONS))
+
+
+@pytest.mark.parametrize("op", GRID_OPS)
+@pytest.mark.parametrize("cell", [None, 64], ids=["auto", "cell64"])
+@pytest.mark.parametrize("name", list(SYNTH))
+def test_grid_synthetic(name, cell, op):
+    # cell 64: intervals of the L1000/L10000 sets span 16-160 cells, those of multichrom up to 80
+    q, d, idx = synth(name)
+    grid = grid_index(name, lambda: d, cell)
+    check(op, q, grid, d=d)
+    same_rows_as_sorted(op, q, grid, idx)
+
+
+@pytest.mark.parametrize("op", PAIR_OPS)
+@pytest.mark.parametrize("cell", [None, 1, 7], ids=["auto", "cell1", "cell7"])
+@pytest.mark.parametrize("case", list(EDGE))
+def test_grid_edge_cases(case, cell, op):
+    # cells of 1 and 7 bases: touching intervals meet at cell edges and inside cells, zero-length
+    # ones (widened to 2 bases) straddle edges, long ones span many cells
+    q, d = (bed(rows) for rows in EDGE[case])
+    check(op, q, g.index(d, layout="grid", cell=cell), d=d)
+
+
+def test_grid_pairs_found_in_many_cells_reported_once():
+    """A pair meets in up to 31 one-base cells; the reference cell reports it once, in start order."""
+    q = bed([("chr1", 0, 40), ("chr1", 15, 16), ("chr1", 25, 25)])
+    d = bed([("chr1", 20, 50), ("chr1", 10, 30), ("chr1", 0, 5), ("chr1", 15, 15), ("chr1", 39, 40)])
+    idx = g.index(d, layout="grid", cell=1)
+    out = g.overlap(q, idx, return_index=True)
+    assert out[["index", "index_"]].values.tolist() == [[0, 2], [0, 1], [0, 3], [0, 0], [0, 4],
+                                                         [1, 1], [1, 3], [2, 1], [2, 0]]
+    assert g.count_overlaps(q, idx)["count"].tolist() == [5, 2, 2]
+    check("intersect", q, idx, d=d)
+
+
+def test_grid_cell_choice():
+    """The width from the data: the narrowest from the mean length up within the memory budget;
+    a width given is used as is; the sorted layout takes none."""
+    d = synth("L1000")[1]
+    idx = g.index(d, layout="grid")
+    n = len(d)
+    assert idx.layout == "grid" and idx.cell >= 1000
+    gbytes = genome_layout.grid_size(idx._gs, idx._ge, idx.cell)[0]
+    assert gbytes == genome_layout.unique_bytes([idx.G])
+    assert gbytes <= 16 * n
+    narrower = round(idx.cell / 2 ** 0.25)
+    assert narrower < 1000 or genome_layout.grid_size(idx._gs, idx._ge, narrower)[0] > 16 * n
+    assert g.index(d, layout="grid", cell=64).cell == 64
+    assert g.index(d).layout == "sorted" and g.index(d).cell is None
+    empty = g.index(bed([]), ops=("count",), layout="grid")
+    assert empty.nbytes == genome_layout.grid_size(empty._gs, empty._ge, empty.cell)[0] == 24
+
+
+@pytest.mark.parametrize("kw, words", [({"layout": "tree"}, "layout"), ({"cell": 10}, "only for layout='grid'"),
+                                       ({"layout": "grid", "cell": 0}, "cell"),
+                                       ({"layout": "grid", "cell": 2.5}, "cell"),
+                                       ({"layout": "grid", "cell": True}, "cell")])
+def test_grid_bad_arguments(kw, words):
+    with pytest.raises(ValueError, match=words):
+        g.index(GOOD, **kw)
+
+
+def test_grid_prebuilt_index_keeps_its_layout():
+    idx = g.index(GOOD, layout="grid")
+    assert g.index(idx) is idx and g.index(idx, layout="grid") is idx
+    assert g.index(idx, cell=idx.cell) is idx
+    with pytest.raises(ValueError, match="layout"):
+        g.index(idx, layout="sorted")
+    with pytest.raises(ValueError, match="cell"):
+        g.index(idx, cell=idx.cell + 1)
+
+
+def test_grid_kernels_reused_and_inspectable():
+    idx = g.index(bed([("chr1", 10, 20), ("chr1", 15, 40), ("chr2", 0, 5)]), layout="grid", cell=4)
+    q1, q2 = bed([("chr1", 0, 12), ("chr2", 1, 2)]), bed([("chr1", 18, 19), ("chr1", 50, 60), ("chr3", 0, 9)])
+    for fn in (g.count_overlaps, g.overlap, g.intersect):
+        fn(q1, idx)
+    names = ["grid_count", "grid_overlap", "grid_intersect"]
+    first = {k: idx.kernels[k] for k in names}
+    assert g.count_overlaps(q2, idx)["count"].tolist() == [2, 0, 0]
+    assert len(g.overlap(q2, idx)) == 2 and len(g.intersect(q2, idx)) == 2
+    for k in names:
+        assert idx.kernels[k] is first[k], k
+        assert "G_idx" in idx.kernels[k].ir and "W_left" in idx.kernels[k].ir, k
+
+
 # ------------------------------------------------------------------------------------ memory
 def _disjoint():
     s = np.arange(0, 2_000_000, 100)
@@ -348,6 +473,17 @@ def test_index_memory(name, op):
     if name == "disjoint" and op in ("closest", "intersect"):
         # distinct starts and no two intervals meeting: D shares S's starts, UE is End
         assert idx.nbytes <= 1.5 * 16 * n + 48, (idx.nbytes, n)
+
+
+@pytest.mark.parametrize("op", ["count", "overlap", "intersect"])
+@pytest.mark.parametrize("name", list(MEMORY_SETS))
+def test_grid_index_memory(name, op):
+    """The grid (cell width chosen from the data) with the start/end values: within 2x the interval
+    arrays, up to the same few words."""
+    d = MEMORY_SETS[name]()
+    idx = g.index(d, ops=(op,), layout="grid")
+    assert set(idx._parts) == {"G", "DS", "D" if op == "intersect" else "End"}
+    assert idx.nbytes <= 2 * 16 * len(d) + 48, (idx.nbytes, len(d))
 
 
 def test_index_tensors_shared_between_operations():

@@ -9,9 +9,18 @@ zero-length interval `[p, p)` to `[p - 1, p + 1)` for every overlap test (and pr
 coordinates back); we do the same, so a zero-length interval overlaps what bedtools says it does.
 Chromosome k of the indexed data is laid on one real line at offset `k * 2**41`; query intervals on
 chromosomes absent from the data go to an empty region after the last one.  At most `MAX_CHROMS`
-chromosomes can be indexed.  The index tensors (`S`, `E`, `D`, `End`, `UE`, `Depth`), their formats
-and sizes are described in `ctensor.apps.genome_layout`; each operation builds the ones it reads
-(`PARTS`) once per data set.
+chromosomes can be indexed.  The index tensors (`S`, `E`, `D`, `End`, `UE`, `Depth`; `G`, `DS`), their
+formats and sizes are described in `ctensor.apps.genome_layout`; each operation builds the ones it
+reads (`PARTS`, `GRID_PARTS`) once per data set.
+
+Layouts.  `layout="sorted"` (the default) answers counts by searching the sorted starts and ends
+and pairs by a window of the sorted starts.  `layout="grid"` is the paper's uniform grid (§7.2,
+Fig. 23): `G[c, j]` lists, per cell of width `cell`, the intervals meeting it, and counts, pairs
+and pieces run the two steps of Fig. 23 in one einsum each: the filter (the query's cells, W[i, c],
+times the grid) and the exact test, plus the reference-cell condition that reports a pair found in
+several cells once (the `grid_*` einsums).  Under the grid, coverage counts with the grid and
+measures the covered bases on the depth track; subtract, merge and closest (whose tie step needs
+the sorted starts anyway) use the sorted layout's tensors.
 """
 from __future__ import annotations
 
@@ -26,9 +35,13 @@ from ..errors import FormatError
 from .bedio import read_intervals
 from .genome_layout import (
     BUILD,
+    GRID_MAX_CELL,
     MAX_CHROMS,
     SPAN,
+    cell_floor,
+    choose_cell,
     decode,
+    grid_tensor,
     interval_tensor,
     rows,
     unique_bytes,
@@ -71,6 +84,17 @@ EINSUMS = {
     # are then the "overlap" pairs of the query widened by its distance.
     "closest_prev": "P[i] = (x if (B[i, x] & UE[x]) else -inf) * d(x; boolean)",
     "closest_next": "C[i] = (x if (A[i, x] & S[x, j]) else inf) * d(x, j; boolean, counting)",
+    # the uniform grid (layout="grid", the paper's Fig. 23).  c: the left edge of a cell of width
+    # w, G[c, j]: the intervals meeting cell c, W[i] = [floor_w(qs), qe): the edges of the cells
+    # meeting the query.  Filter W * G, exact test on the values DS/End (QS/QE the query's), and
+    # the reference cell: a pair meets in the cells from floor_w(max(qs, ds)) on, and among the
+    # cells that meet the query and list j only that first one has c <= max(qs, ds), so each
+    # pair counts once and a query's pairs come in start order (cells in order, j sorted in each)
+    "grid_count": "C[i] = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * (max(QS[i], DS[j]) >= c)"
+                  " * d(c, j; counting, counting)",
+    "grid_overlap": "O[i, j] = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * (max(QS[i], DS[j]) >= c)"
+                    " * d(c; boolean)",
+    "grid_intersect": "I[i, j, x] = W[i, c] * G[c, j] * (max(QS[i], DS[j]) >= c) * Q[i, x] * D[j, x] * d(c; boolean)",
 }
 SEMIRING = {"closest_next": "min", "closest_prev": "max"}
 
@@ -79,6 +103,10 @@ SEMIRING = {"closest_next": "min", "closest_prev": "max"}
 PARTS = {"count": ("S", "E"), "overlap": ("S", "End"), "intersect": ("S", "D"),
          "coverage": ("S", "E", "Depth"), "subtract": ("Depth",), "merge": ("Depth", "S", "E"),
          "closest": ("S", "End", "UE")}
+# under layout="grid": counts and pairs read the grid and the start/end values
+GRID_PARTS = {**PARTS, "count": ("G", "DS", "End"), "overlap": ("G", "DS", "End"), "intersect": ("G", "DS", "D"),
+              "coverage": ("G", "DS", "End", "Depth"), "merge": ("Depth", "G", "DS", "End")}
+LAYOUTS = ("sorted", "grid")
 
 
 class GenomeIndex:
@@ -92,15 +120,30 @@ class GenomeIndex:
     ops : operations to prepare for (keys of `PARTS`); default all.  Tensors another operation
         needs are built on its first use.
 
-    Attributes: `frame` (the validated DataFrame), `chroms` (names, index order), `build_seconds`
-    (layout plus every index tensor built so far), `nbytes` (bytes of the index tensors built, each
-    buffer counted once: tensors share the arrays they have in common, see `genome_layout`),
-    `kernels` (einsum name -> compiled Kernel, after use).
+    layout : 'sorted' (default) or 'grid' (the paper's uniform grid; see the module docstring).
 
-    Raises FormatError on malformed input or more than `MAX_CHROMS` chromosomes.
+    cell : grid cell width in bases (an integer >= 1), only with layout='grid'.  Default: chosen
+        from the data by `genome_layout.choose_cell` (the narrowest width from the mean interval
+        length up, in steps of 2**(1/4), whose grid keeps the count/pair index within 2x the
+        interval arrays).  A width given here is used as is, whatever memory it takes.
+
+    Attributes: `frame` (the validated DataFrame), `chroms` (names, index order), `layout`, `cell`
+    (None for 'sorted'), `build_seconds` (layout plus every index tensor built so far), `nbytes`
+    (bytes of the index tensors built, each buffer counted once: tensors share the arrays they have
+    in common, see `genome_layout`), `kernels` (einsum name -> compiled Kernel, after use).
+
+    Raises FormatError on malformed input or more than `MAX_CHROMS` chromosomes, ValueError on an
+    unknown layout or a bad cell width.
     """
 
-    def __init__(self, data, name: str = "data", ops=None):
+    def __init__(self, data, name: str = "data", ops=None, layout: str = "sorted", cell=None):
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
+        if cell is not None:
+            if layout != "grid":
+                raise ValueError("cell: a cell width is only for layout='grid'")
+            if isinstance(cell, bool) or not isinstance(cell, (int, np.integer)) or not 1 <= cell <= GRID_MAX_CELL:
+                raise ValueError(f"cell: expected an integer width in [1, 2**41], got {cell!r}")
         t0 = time.perf_counter()
         df = read_intervals(data, name)
         self.frame = df
@@ -126,9 +169,13 @@ class GenomeIndex:
         self.kernels = {}
         self._parts = {}
         self._ninf_cache = np.empty(0)
+        self.layout = layout
+        self.parts = GRID_PARTS if layout == "grid" else PARTS
+        # the grid's width: the grid and the start/end values within 2x the interval arrays
+        self.cell = None if layout != "grid" else int(cell) if cell is not None else choose_cell(gs, ge, 16 * self.n)
         self.build_seconds = time.perf_counter() - t0
-        for op in (PARTS if ops is None else ops):
-            for part in PARTS[op]:
+        for op in (self.parts if ops is None else ops):
+            for part in self.parts[op]:
                 self._part(part)
 
     def _part(self, name):
@@ -136,7 +183,11 @@ class GenomeIndex:
         t = self._parts.get(name)
         if t is None:
             t0 = time.perf_counter()
-            t = self._parts[name] = BUILD[name](self._gs, self._ge)
+            if name == "G":
+                t = grid_tensor(self._gs, self._ge, self.cell)
+            else:
+                t = BUILD[name](self._gs, self._ge)
+            self._parts[name] = t
             self.build_seconds += time.perf_counter() - t0
         return t
 
@@ -146,6 +197,8 @@ class GenomeIndex:
     End = property(lambda self: self._part("End"))
     UE = property(lambda self: self._part("UE"))
     Depth = property(lambda self: self._part("Depth"))
+    G = property(lambda self: self._part("G"))
+    DS = property(lambda self: self._part("DS"))
 
     @property
     def nbytes(self) -> int:
@@ -196,6 +249,9 @@ class GenomeIndex:
         return self._ninf_cache[:n]
 
     def _count(self, gs, ge):
+        if self.layout == "grid":
+            C = self._run("grid_count", **self._grid_tensors(gs, ge, "count"))
+            return np.asarray(C.level.child.val, np.int64)
         ninf = self._ninf(len(gs))
         before_end = interval_tensor(ninf, ge, "left")          # x < qe
         upto_start = interval_tensor(ninf, gs, "both")          # x <= qs
@@ -208,10 +264,13 @@ class GenomeIndex:
         N = self._run("rank_" + closed, "rank", A=A, S=self.S)
         return np.asarray(N.level.child.val, np.int64)
 
-    def _pair_plan(self, gs, ge):
-        """'window' or 'ranks' (see EINSUMS): the rank plan costs two rank searches per query
-        and saves the per-candidate stepping of the window plan, so it wins once the expected
-        number of candidates per query (data density x window length) passes RANK_PLAN_AT."""
+    def _pair_plan(self, gs, ge, grid=True):
+        """'grid' under layout='grid' (unless `grid` is False), else 'window' or 'ranks' (see
+        EINSUMS): the rank plan costs two rank searches per query and saves the per-candidate
+        stepping of the window plan, so it wins once the expected number of candidates per query
+        (data density x window length) passes RANK_PLAN_AT."""
+        if grid and self.layout == "grid":
+            return "grid"
         if self.pair_plan != "auto":
             return self.pair_plan
         window = (float(ge.sum()) - float(gs.sum())) / len(gs) + self.maxlen if len(gs) else 0.0
@@ -234,8 +293,20 @@ class GenomeIndex:
                    name="R", validate=False)
         return dict(R=R, **test)
 
-    def _pairs(self, op, gs, ge, out):
-        plan = self._pair_plan(gs, ge)
+    def _grid_tensors(self, gs, ge, op):
+        """The grid einsums' tensors: the query's cells W[i] = [floor_w(qs), qe) (edges c of the
+        cells it meets), the grid, the starts DS; the exact test of "count"/"overlap" on the
+        values QS, QE, End, of "intersect" on the intervals Q[i] = [qs, qe) and D[j]."""
+        t = {"W": interval_tensor(cell_floor(gs, self.cell), ge, "left"), "G": self.G, "DS": self.DS,
+             "QS": values(gs, "QS")}
+        if op == "intersect":
+            return {**t, "Q": interval_tensor(gs, ge, "left"), "D": self.D}
+        return {**t, "QE": values(ge, "QE"), "End": self.End}
+
+    def _pairs(self, op, gs, ge, out, grid=True):
+        plan = self._pair_plan(gs, ge, grid)
+        if plan == "grid":
+            return self._run("grid_" + op, out=out, **self._grid_tensors(gs, ge, op))
         key = op if plan == "window" else op + "_ranks"
         return self._run(key, out=out, **self._pair_tensors(gs, ge, plan, op))
 
@@ -298,7 +369,7 @@ class GenomeIndex:
         # is nearer: the ties are exactly those pairs
         d = dist[has]
         out = Dense(SparseList(Pattern(), shape=max(self.n, 1)))
-        O = self._pairs("overlap", gs[has] - d, ge[has] + d, out)
+        O = self._pairs("overlap", gs[has] - d, ge[has] + d, out, grid=False)
         lvl = O.level.child
         qi, j = has[rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
         if ties != "all" and len(qi):

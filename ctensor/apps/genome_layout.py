@@ -30,6 +30,20 @@ the starts are distinct, the ends of `D` are `End`, which are `UE` when no two i
   per run;
 - `Depth[x]` the depth track: how many intervals cover x (SparseRunList -> Element(int)), the
   format of `bedtools genomecov -bg`; 24 bytes per run of constant depth.
+
+The uniform grid (`layout="grid"`; the paper's Grid[x, j], Fig. 23):
+- `G[c, j]`  cells [c, c + w) of one width w, c a multiple of w on the genome axis; each non-empty
+  cell is stored as a pinpoint at its left edge c, listing the ids j of the intervals meeting it in
+  start order (an interval spanning k cells is listed k times): SparseList over the edges (real)
+  -> SparseList over j (integer) -> Pattern, 16 bytes per non-empty cell plus 8 per entry.  Edge
+  pinpoints rather than the cells as runs (SparseRunList), because a counting reduction over a real
+  index counts pinpoints: the cells meeting a query [qs, qe) are the edges in
+  [floor_w(qs), qe), each (cell, j) counts once, and no right-end array is stored.
+  `UniformGrid` cannot hold it: that tile level bins stored pinpoints and keeps every cell of the
+  axis, and here the axis holds each chromosome 2**41 apart;
+- `DS[j]`   the start of each interval in start order, a value per j (Dense -> Element(float)),
+  8 bytes per interval (the buffer of `S`/`D` when they share it).
+The width: `choose_cell`.
 """
 from __future__ import annotations
 
@@ -138,11 +152,88 @@ def union_ends(gs: np.ndarray, ge: np.ndarray) -> Tensor:
     return Tensor(SparseList(Pattern(), np.array([0, len(ends)], np.int64), ends), name="UE", validate=False)
 
 
+# ------------------------------------------------------------------ the uniform grid
+GRID_MAX_CELL = int(SPAN)     # one cell per chromosome: every interval listed once
+
+
+def grid_cells(gs: np.ndarray, ge: np.ndarray, w: int):
+    """First and last cell (int64 numbers k of the cells [k*w, (k+1)*w)) met by each [gs, ge).
+    Genome-axis coordinates are integers below 2**53, exact as int64; ge - 1 is the last base."""
+    return np.floor_divide(gs.astype(np.int64), w), np.floor_divide(ge.astype(np.int64) - 1, w)
+
+
+def cell_floor(x: np.ndarray, w: int) -> np.ndarray:
+    """The left edge of the cell holding each coordinate x (genome axis, float64)."""
+    return (np.floor_divide(x.astype(np.int64), w) * w).astype(np.float64)
+
+
+def grid_size(gs: np.ndarray, ge: np.ndarray, w: int):
+    """(bytes of `G` at cell width w, non-empty cells, entries) without building it.  The cells
+    met by intervals in start order are ranges [first, last] with first non-decreasing, so the
+    cells each range adds to the union are those past the running max of the earlier lasts."""
+    if not len(gs):
+        return 16 + 8, 0, 0
+    first, last = grid_cells(gs, ge, w)
+    entries = int((last - first + 1).sum())
+    reach = np.maximum.accumulate(last)
+    new = last - np.maximum(first - 1, np.r_[first[0] - 1, reach[:-1]])
+    cells = int(np.maximum(new, 0).sum())
+    return 16 + 8 * cells + 8 * (cells + 1) + 8 * entries, cells, entries
+
+
+def choose_cell(gs: np.ndarray, ge: np.ndarray, budget: int) -> int:
+    """The cell width of `layout="grid"` when none is given: about the narrowest width w >= w0,
+    the mean (widened) interval length rounded up, whose `G` takes at most `budget` bytes
+    (`GenomeIndex` passes 16 bytes per interval: G plus the start and end arrays then stay within
+    2x the interval arrays).  Search: w0 * 2**k for k = 0, 1, ... up to the first that fits, then
+    back down in steps of 2**(1/4) while the narrower width still fits.  Narrow cells prune best
+    (with w about the interval length a query meets ~2x the pairs it overlaps) but list a long
+    interval many times and store more cells; on sparse data the cells' own 16 bytes set the
+    width (~2x the mean gap between intervals).  One cell per chromosome (GRID_MAX_CELL) when
+    nothing narrower fits."""
+    n = len(gs)
+    w0 = max(1, int(np.ceil(float((ge - gs).mean())))) if n else 1
+    fits = lambda w: grid_size(gs, ge, w)[0] <= budget
+    w = w0
+    while w < GRID_MAX_CELL and not fits(w):
+        w *= 2
+    if w >= GRID_MAX_CELL:
+        return GRID_MAX_CELL
+    best = w
+    for k in (1, 2, 3):
+        v = round(w / 2 ** (k / 4))
+        if v < w0 or not fits(v):
+            break
+        best = v
+    return best
+
+
+def grid_tensor(gs: np.ndarray, ge: np.ndarray, w: int) -> Tensor:
+    """G[c, j] (see the module docstring) of the intervals [gs, ge) in start order, cell width w:
+    (cell, j) entries generated interval by interval, stably sorted by cell (so j ascends in
+    every cell), cells counted."""
+    n = len(gs)
+    first, last = grid_cells(gs, ge, w)
+    k = last - first + 1
+    total = int(k.sum())
+    j = np.repeat(np.arange(n, dtype=np.int64), k)
+    cell = np.repeat(first - (np.cumsum(k) - k), k) + np.arange(total, dtype=np.int64)
+    order = np.argsort(cell, kind="stable")
+    cell, j = cell[order], j[order]
+    edges, counts = np.unique(cell, return_counts=True)
+    ptr = np.zeros(len(edges) + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    ids = SparseList(Pattern(), ptr, j, shape=n)
+    lvl = SparseList(ids, np.array([0, len(edges)], np.int64), (edges * w).astype(np.float64))
+    return Tensor(lvl, name="G", validate=False)
+
+
 BUILD = {  # index tensor name -> build(starts sorted, ends in start order), genome axis
     "S": lambda gs, ge: sorted_points(gs),
     "E": lambda gs, ge: sorted_points(np.sort(ge)),
     "D": lambda gs, ge: interval_tensor(gs, ge, "left"),
     "End": lambda gs, ge: values(ge, "End"),
+    "DS": lambda gs, ge: values(gs, "DS"),
     "UE": union_ends,
     "Depth": depth_track,
 }

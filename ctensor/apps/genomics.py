@@ -8,7 +8,8 @@ with BED coordinates: 0-based, half-open `[start, end)`, integers.  Overlap mean
 
 `data` may also be a prebuilt `GenomeIndex` (`index(data)`), so one index serves many queries; the
 compiled kernels are cached by format and reused across calls (`GenomeIndex.kernels[op].ir` shows
-the generated code).  The einsums are in `EINSUMS`.
+the generated code).  The einsums are in `EINSUMS`.  `index(data, layout="grid")` builds the paper's
+uniform grid instead of the default sorted layout (see `index`); answers are the same.
 
 | function | bedtools | returns |
 |---|---|---|
@@ -49,10 +50,36 @@ __all__ = [
 ]
 
 
-def index(data, ops=None) -> GenomeIndex:
+def index(data, ops=None, layout=None, cell=None) -> GenomeIndex:
     """Build the index of `data` once (see `GenomeIndex`; `ops` limits the tensors built up front);
-    pass it as `data` to the operations."""
-    return data if isinstance(data, GenomeIndex) else GenomeIndex(data, ops=ops)
+    pass it as `data` to the operations.  A `GenomeIndex` is returned as it is (ValueError if it
+    has another `layout` or `cell` than one asked for).
+
+    layout='sorted' (default): the data starts and ends as sorted pinpoints S[x, j], E[x, j];
+    count_overlaps searches them, overlap/intersect scan the starts in a window before the query.
+
+    layout='grid': the paper's uniform grid (§7.2, Fig. 23).  The genome axis is cut into cells
+    of `cell` bases (default: chosen from the data, `genome_layout.choose_cell`: the narrowest
+    width from the mean interval length up whose index stays within 2x the interval arrays);
+    G[c, j] lists for each non-empty cell, stored as a pinpoint at its left edge c, the intervals
+    j meeting it.  count_overlaps, any_overlap, no_overlap, overlap, intersect and the count of
+    coverage filter the pairs through the grid, then test them exactly, with W[i] =
+    [floor_cell(qs), qe) the edges of the query's cells and a reference-cell condition (a pair
+    is reported in the first cell both meet, the one whose edge is at most max(qs, ds)):
+
+        C[i]       = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * (max(QS[i], DS[j]) >= c) * d(c, j; counting, counting)
+        O[i, j]    = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * (max(QS[i], DS[j]) >= c) * d(c; boolean)
+        I[i, j, x] = W[i, c] * G[c, j] * (max(QS[i], DS[j]) >= c) * Q[i, x] * D[j, x] * d(c; boolean)
+
+    (DS, End the data starts and ends in start order, QS, QE the query's, Q and D the intervals).
+    The covered bases of coverage, subtract, merge and closest use the sorted layout's tensors."""
+    if isinstance(data, GenomeIndex):
+        if layout is not None and layout != data.layout:
+            raise ValueError(f"layout: the index was built with layout={data.layout!r}, not {layout!r}")
+        if cell is not None and cell != data.cell:
+            raise ValueError(f"cell: the index was built with cell={data.cell!r}, not {cell!r}")
+        return data
+    return GenomeIndex(data, ops=ops, layout=layout or "sorted", cell=cell)
 
 
 def _args(query, data, op):

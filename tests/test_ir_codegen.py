@@ -4,6 +4,7 @@ Every kernel runs three ways — numpy (expected), the IR interpreter, and the J
 entry point — and all three must agree.
 """
 import ctypes
+import math
 import os
 import subprocess
 import sys
@@ -206,6 +207,34 @@ def grow_fn():
         Store(r(cell), c(1), r(cap)),
         Store(r(cell), c(2), r(cnt)),
     ])
+
+
+def test_nextup_nextdown_match_nextafter_past_the_edges():
+    """nextup/nextdown (extents.lim_le compares against them) agree with math.nextafter on ±0,
+    subnormals, ±DBL_MAX and ordinary values, and give NaN past ±inf, in the interpreter and
+    in the JIT, so `x <= nextdown(v)` is exactly `x < v`."""
+    xp, up, dn, n = (param("x", PtrType(F64)), param("up", PtrType(F64)), param("dn", PtrType(F64)),
+                     param("n", I64))
+    i = Var("i", I64, "let")
+    fn = Function("nudge", [xp, up, dn, n], [
+        For(i, c(0), r(n), [
+            Store(r(up), r(i), Un("nextup", Load(r(xp), r(i)))),
+            Store(r(dn), r(i), Un("nextdown", Load(r(xp), r(i)))),
+        ]),
+    ])
+    big = np.finfo(np.float64).max
+    x = np.array([0.0, -0.0, 5e-324, -5e-324, 1.0, -1.0, 1e308, -2.5e-300, big, -big,
+                  np.inf, -np.inf] + list(np.random.default_rng(5).normal(size=64) * 1e3))
+    expect_up = np.array([np.nan if v == np.inf else math.nextafter(v, math.inf) for v in x])
+    expect_dn = np.array([np.nan if v == -np.inf else math.nextafter(v, -math.inf) for v in x])
+    _, ia, ja, _ = run_both(fn, [x, np.zeros_like(x), np.zeros_like(x), x.size])
+    for res in (ia, ja):
+        np.testing.assert_array_equal(res[1], expect_up)
+        np.testing.assert_array_equal(res[2], expect_dn)
+    # the comparison identities lim_le relies on, for every pair of these values
+    for res in (ia, ja):
+        assert ((x[:, None] <= res[2][None, :]) == (x[:, None] < x[None, :])).all()
+        assert ((res[1][:, None] <= x[None, :]) == (x[:, None] < x[None, :])).all()
 
 
 def test_realloc_growth():

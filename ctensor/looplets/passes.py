@@ -240,10 +240,7 @@ def lookup_pass(ctx, loop):
     ext = loop.ext
     is_lookup = lambda a: isinstance(a.tns, Lookup)
     if ext.continuous:
-        pin = ext.is_pinpoint()
-        if not b.is_const(pin):          # a proof of "never a pinpoint" stays a run-time error
-            proved = ctx.prove(pin)
-            pin = pin if b.is_const(proved, False) else proved
+        pin = ctx.pinpoint_test(ext)
         if b.is_const(pin, False):
             names = ", ".join(a.name for a in _accesses(loop, Lookup))
             raise InvalidProgramError(f"{names}: a pinpoint-only access (Lookup) cannot cover an interval of "

@@ -71,6 +71,16 @@ class Context:
         Prefer `if_(..., prove=True)`, which asks only when the guarded code is not empty."""
         return self.prover.prove(cond) if self.prover else cond
 
+    def pinpoint_test(self, ext):
+        """Is the continuous extent `ext` a pinpoint: a constant when decided at compile time,
+        else the run-time test.  A proof of "never a pinpoint" is not used: callers keep it as a
+        run-time error (fail_if) rather than a compile error from an assumption."""
+        pin = ext.is_pinpoint()
+        if not b.is_const(pin):
+            proved = self.prove(pin)
+            pin = pin if b.is_const(proved, False) else proved
+        return pin
+
     def let(self, expr, hint: str = "v"):
         """Bind an expression to an SSA value unless it is already trivial."""
         if isinstance(expr, (ir.Const, ir.Read)) and (not isinstance(expr, ir.Read) or expr.var.kind != "mut"):

@@ -135,10 +135,7 @@ def _collapse_index_value(ctx, loop: Loop):
     run time unless proved); on an integer extent the points are enumerated."""
     idx, ext = loop.idx, loop.ext
     if ext.continuous:
-        pin = ext.is_pinpoint()
-        if not b.is_const(pin):          # a proof of "never a pinpoint" stays a run-time error
-            proved = ctx.prove(pin)
-            pin = pin if b.is_const(proved, False) else proved
+        pin = ctx.pinpoint_test(ext)
         if b.is_const(pin, False):
             raise InvalidProgramError(f"the value of index {idx!r} is used on an interval of positive length")
         ctx.fail_if(b.lnot(pin), ir.STATUS_INDEX_ON_INTERVAL)

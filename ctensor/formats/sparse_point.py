@@ -4,7 +4,9 @@ no ptr array (child position = parent position).
 Source: Finch.jl `sparse_point_levels.jl` (which allows at most one coordinate and keeps a ptr; ours
 holds exactly one, the common case of point sets where every x has one y and every (x, y) one id,
 so it stores 8 bytes per entry instead of a SparseList's 16); continuous paper §5.2 (pinpoints).
-Unfurls to Sequence[Phase(stop = c, Spike(fill, child)), Phase(fill)].
+Unfurls to Pinpoint(c, child, fill): where the loop body annihilates on the fill, the generated
+code is one test `start <= c <= stop` per fiber; otherwise it falls back to
+Sequence[Phase(stop = c, Spike(fill, child)), Phase(fill)].
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
-from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence, Spike
+from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Pinpoint, Run, Sequence, Spike
 from ..looplets.truncate import truncate
 from .affine import see
 from .level import Level, as_array, check_coords
@@ -117,5 +119,6 @@ class VSparsePoint:
 
         def first(ctx, e):  # the phase may end before x: truncate the spike to it
             return truncate(spike, Extent(e.start, x, continuous), e)
-        return Sequence([PhaseSpec(first, stop=lambda ctx, e: x),
-                         PhaseSpec(lambda ctx, e: Run(FillLeaf(self.fill)))])
+        return Pinpoint(x, Fiber(self.child, pos), FillLeaf(self.fill),
+                        lambda: Sequence([PhaseSpec(first, stop=lambda ctx, e: x),
+                                          PhaseSpec(lambda ctx, e: Run(FillLeaf(self.fill)))]))

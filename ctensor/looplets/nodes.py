@@ -143,6 +143,20 @@ class Stepper(Looplet):
 
 
 @dataclass(eq=False)
+class Pinpoint(Looplet):
+    """A fiber with exactly one stored coordinate (a SparsePoint level, continuous paper §5.2):
+    `body` at `coord` (an absolute SymLimit), `empty` everywhere else.  When the loop body is a
+    no-op on `empty` (x & false, x * 0...), the pass only tests whether `coord` lies in the extent
+    and runs the body there; otherwise it lowers `fallback()`, the same fiber as a Sequence of
+    phases.  Like a Phase, it is absolute, so truncation leaves it unchanged."""
+    coord: Any
+    body: Any
+    empty: Any
+    fallback: Callable
+    kind = "pinpoint"
+
+
+@dataclass(eq=False)
 class Switch(Looplet):
     cases: list                           # [(i1 expr, looplet-or-leaf)], last case should be TRUE
     kind = "switch"
@@ -154,4 +168,4 @@ class AcceptRun(Looplet):
     kind = "acceptrun"
 
 
-LOOPLETS = (Thunk, Lookup, Run, Spike, Phase, Sequence, Stepper, Switch, AcceptRun)
+LOOPLETS = (Thunk, Lookup, Run, Spike, Phase, Sequence, Stepper, Pinpoint, Switch, AcceptRun)

@@ -17,7 +17,7 @@ from ..lower.lowerer import at_index, lower, resolve
 from ..lower.notation import Loop, map_accesses
 from .count import try_count_collapse
 from .extremum import try_extremum_collapse
-from .nodes import AcceptRun, FillLeaf, Lookup, Phase, Run, Sequence, Spike, Stepper, Switch, Thunk
+from .nodes import AcceptRun, FillLeaf, Lookup, Phase, Pinpoint, Run, Sequence, Spike, Stepper, Switch, Thunk
 from .truncate import truncate
 
 
@@ -231,6 +231,23 @@ def try_spike_walk(ctx, loop, acc) -> bool:
     return True
 
 
+def pinpoint_pass(ctx, loop):
+    """One stored coordinate c: when the body is a no-op on the fill, `if start <= c <= stop: body
+    at [c, c]` (the other accesses truncated to the point, so a stepper there seeks c); otherwise
+    the fiber's Sequence form."""
+    from ..lower.simplify import simplify
+    acc = _accesses(loop, Pinpoint)[0]
+    pt, ext = acc.tns, loop.ext
+    if simplify(_rewrite(ctx, loop, lambda a: a is acc, lambda a: pt.empty)) is not None:
+        body = _rewrite(ctx, loop, lambda a: a is acc, lambda a: pt.fallback())
+        lower(ctx, Loop(loop.idx, ext, body))
+        return
+    point = Extent(pt.coord, pt.coord, ext.continuous)
+    new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(pt.body), point)
+    inside = b.land(lim_le(ext.start, pt.coord), lim_le(pt.coord, ext.stop))
+    ctx.if_(inside, lambda: lower(ctx, Loop(loop.idx, point, new)), prove=True)
+
+
 def acceptrun_pass(ctx, loop):
     body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, AcceptRun), lambda a: a.tns.body(ctx, loop.ext))
     lower(ctx, Loop(loop.idx, loop.ext, body))
@@ -262,6 +279,7 @@ def lookup_pass(ctx, loop):
 PASSES = [  # (priority, looplet class, pass)
     (10, Thunk, thunk_pass),
     (9, Switch, switch_pass),
+    (8.5, Pinpoint, pinpoint_pass),   # before phases: one coordinate test, then the rest at that point
     (8, Phase, phase_pass),
     (7, Sequence, sequence_pass),
     (6, Spike, spike_pass),

@@ -284,7 +284,9 @@ def point_levels(cs, ids, nids, fiber=None, nfibers=1, compact=False) -> Level:
     counts = np.bincount(parent, minlength=nparents) if n else np.zeros(nparents, np.int64)
     one = lambda cnt, k: compact and k > 0 and bool((cnt == 1).all())
     if one(counts, d):
-        level = SparsePoint(Pattern(), ids, shape=nids)
+        # ids in storage order 0..n-1 (a spatial index's ranks) are the positions: store none
+        positions = len(ids) <= nids and np.array_equal(ids, np.arange(len(ids)))
+        level = SparsePoint(Pattern(), None if positions else ids, shape=nids, positions=positions)
     else:
         level = SparseList(Pattern(), _offsets(counts), ids, shape=nids)
     for k in reversed(range(d)):

@@ -50,7 +50,8 @@ EINSUMS = {
                    "* d(x, y; boolean, boolean)",
 }
 
-CELL_POINTS = 8      # average points per grid cell (see benchmarks/bench_spatial.py)
+CELL_POINTS = 16     # average points per grid cell: 8, 16, 32 measured at 1e6 and 1e7 points; 16 is best
+                     # or within noise of best on every benchmark query (benchmarks/bench_spatial.py)
 
 
 def as_coords(points, name: str = "points") -> np.ndarray:

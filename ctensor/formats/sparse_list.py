@@ -238,7 +238,8 @@ class VSparseList:
                           chunk=lambda ctx: Spike(FillLeaf(self.fill), Fiber(self.child, st["qv"])),
                           next=nxt, stop_eps=0, count=count if self.leaf_count is not None else None,
                           extremum=extremum if self.leaf_count is not None else None,
-                          spikes=True, fill=self.fill)
+                          spikes=True, fill=self.fill, last=lambda: st["last"],
+                          more=lambda ctx: b.lt(ir.Read(st["q"]), st["q_stop"]))
         body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
                          PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
         return Thunk(body, preamble=preamble)

@@ -128,6 +128,9 @@ class Stepper(Looplet):
                          (see `ctensor.looplets.extremum`); None when the level cannot tell
     spikes, fill         chunks are spikes of `fill` ending in the child: when the loop body is a
                          no-op on the fill, the pass walks the stored coordinates only (`spike_walk`)
+    last() -> SymLimit, more(ctx) -> i1   optional: the fiber's last stored coordinate, and whether
+                         the cursor is still inside the fiber; with them a walk whose extent holds
+                         that last coordinate loops on positions alone (no coordinate test per step)
     """
     seek: Callable
     preamble: Callable
@@ -139,6 +142,8 @@ class Stepper(Looplet):
     extremum: Optional[Callable] = None
     spikes: bool = False                 # every chunk is Spike(FillLeaf(fill), child at its stop)
     fill: Any = None                     # that fill, when `spikes`
+    last: Optional[Callable] = None
+    more: Optional[Callable] = None
     kind = "stepper"
 
 

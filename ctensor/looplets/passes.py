@@ -212,22 +212,44 @@ def try_spike_walk(ctx, loop, acc) -> bool:
         return False
     go = ctx.mut(ir.I1, ext.nonempty(), loop.idx + "_go")
     ctx.if_(ir.Read(go), lambda: st.seek(ctx, ext))
-    with ctx.block() as body:
-        st.preamble(ctx)
-        s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
-        ctx.assume(lim_le(ext.start, s))      # seek found the first stored coordinate >= ext.start
 
-        def visit():
-            point = Extent(s, s, ext.continuous)
-            spike = st.chunk(ctx)
-            new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(spike.tail), point)
-            lower(ctx, Loop(loop.idx, point, new))
-            # the extent lies inside the stepper's phase, which ends at its last stop: a stop
-            # before ext.stop has a successor, so the next load stays in the buffer
-            ctx.assign(go, lim_lt(s, ext.stop))
+    def visit(s):
+        point = Extent(s, s, ext.continuous)
+        spike = st.chunk(ctx)
+        new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(spike.tail), point)
+        lower(ctx, Loop(loop.idx, point, new))
+
+    def walk():
+        with ctx.block() as body:
+            st.preamble(ctx)
+            s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
+            ctx.assume(lim_le(ext.start, s))      # seek found the first stored coordinate >= ext.start
+
+            def step():
+                visit(s)
+                # the extent lies inside the stepper's phase, which ends at its last stop: a stop
+                # before ext.stop has a successor, so the next load stays in the buffer
+                ctx.assign(go, lim_lt(s, ext.stop))
+                st.next(ctx, b.TRUE)
+            ctx.if_(lim_le(s, ext.stop), step, lambda: ctx.assign(go, b.FALSE))
+        ctx.emit(ir.While(ir.Read(go), body))
+
+    def counted():
+        # every coordinate left in the fiber is <= its last one <= ext.stop: loop on positions
+        with ctx.block() as body:
+            st.preamble(ctx)
+            s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
+            ctx.assume(lim_le(ext.start, s))
+            ctx.assume(lim_le(s, ext.stop))
+            visit(s)
             st.next(ctx, b.TRUE)
-        ctx.if_(lim_le(s, ext.stop), visit, lambda: ctx.assign(go, b.FALSE))
-    ctx.emit(ir.While(ir.Read(go), body))
+        ctx.emit(ir.While(st.more(ctx), body))
+
+    if st.last is None:
+        walk()
+    else:
+        whole = ctx.let(b.land(ir.Read(go), lim_le(st.last(), ext.stop)), loop.idx + "_whole")
+        ctx.if_(whole, counted, walk)
     return True
 
 

@@ -80,7 +80,8 @@ class _Context:
     def __init__(self, slots, name, refs):
         self.slots, self.name, self.refs = slots, name, refs
         self.method = None
-        self.__array_interface__ = {"data": (slots.ctypes.data, False), "shape": slots.shape,
+        # read-only: `fn.__self__` must not let Python code rewrite the addresses the code follows
+        self.__array_interface__ = {"data": (slots.ctypes.data, True), "shape": slots.shape,
                                     "typestr": slots.dtype.str, "version": 3}
 
 
@@ -138,7 +139,7 @@ def native_entry(call, nargs: int, stores=(), checks=(), perm=None, keep=()) -> 
 
     n_fixed = len(SLOT)
     slots = np.zeros(n_fixed + len(stores) + len(consts), np.int64)
-    for i, name in enumerate(CAPI):
+    for name in CAPI:
         slots[SLOT[name]] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
     dtype = np.dtype(np.int64)
     slots[SLOT["None"]], slots[SLOT["empty"]], slots[SLOT["dtype"]] = id(None), id(np.empty), id(dtype)
@@ -187,7 +188,7 @@ def _check_expr(e, nargs, consts):
     if not isinstance(e, tuple) or not e:
         raise ValueError(f"malformed expression {e!r}")
     op = e[0]
-    if op == "arg" and len(e) == 2 and isinstance(e[1], int) and 0 <= e[1] < nargs:
+    if op == "arg" and len(e) == 2 and type(e[1]) is int and 0 <= e[1] < nargs:
         return e
     if op == "const" and len(e) == 2 and isinstance(e[1], (int, float, np.floating, np.integer)):
         consts.append(float(e[1]))

@@ -22,7 +22,8 @@ inside.
 Single queries (`PointIndex.box` / `.radius`) run through a native CPython entry point
 (`ctensor.runtime.pyentry`, ~0.3 µs from Python plus the kernel) whenever it accepts the arguments;
 anything it does not accept (bad input, strings, empty index) takes the Python path, which raises the
-errors below.  Set CTENSOR_NATIVE_ENTRY=0 in the environment to always take the Python path.
+errors below.  Set CTENSOR_NATIVE_ENTRY=0 in the environment to always take the Python path (read
+when an index builds its entry, at its first query of each kind).
 
 Pairs are sorted by query index, then point id.  `pts` is a `PointIndex` (built once by `index`) or
 anything `index` accepts.  Errors: `ctensor.FormatError` (NaN coordinates, wrong shape, lo > hi,

@@ -125,6 +125,8 @@ def native_entry(call, nargs: int, stores=(), checks=(), perm=None, keep=()) -> 
     Raises TypeError for an output the entry cannot return (anything but one SparseList(Pattern())
     level of integer ids, or a scalar), ValueError for a malformed expression or perm.
     """
+    if type(nargs) is not int or not 0 <= nargs <= 64:
+        raise ValueError(f"nargs must be an int in 0..64, got {nargs!r}")
     if not enabled() or not _layout_ok():
         return None
     k = call.kernel

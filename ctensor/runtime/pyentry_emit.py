@@ -31,11 +31,12 @@ BASE = "ctensor_pyentry"
 def emit_entry(nargs, stores, checks, consts, output, perm_bits, data_offset) -> tuple[str, str]:
     """(LLVM IR text, function name) of the entry; see `runtime.pyentry.native_entry` for the
     arguments (stores and checks already validated, constants as ("const", slot))."""
-    return str(_Emitter(nargs, stores, checks, len(consts), output, perm_bits, data_offset).module), BASE
+    del consts                      # loaded from their slots: only where they start matters
+    return str(_Emitter(nargs, stores, checks, output, perm_bits, data_offset).module), BASE
 
 
 class _Emitter:
-    def __init__(self, nargs, stores, checks, nconsts, output, perm_bits, data_offset):
+    def __init__(self, nargs, stores, checks, output, perm_bits, data_offset):
         self.module = m = ir.Module(name=BASE)
         fn = ir.Function(m, ir.FunctionType(PTR, [PTR, PTR, I64]), name=BASE)
         self.fn, (selfobj, args, n) = fn, fn.args

@@ -19,6 +19,12 @@ inside.
 | `radius_query(pts, center, r)` | `STRtree.query(point, "dwithin", r)` | sorted int64 point ids |
 | `radius_query(pts, centers[m,2], r)` | same, batched (r scalar or per centre) | int64 (2, k) |
 
+Single queries (`PointIndex.box` / `.radius`) run through a native CPython entry point
+(`ctensor.runtime.pyentry`, ~0.3 µs from Python plus the kernel) whenever it accepts the arguments;
+anything it does not accept (bad input, strings, empty index) takes the Python path, which raises the
+errors below.  Set CTENSOR_NATIVE_ENTRY=0 in the environment to always take the Python path (read
+when an index builds its entry, at its first query of each kind).
+
 Pairs are sorted by query index, then point id.  `pts` is a `PointIndex` (built once by `index`) or
 anything `index` accepts.  Errors: `ctensor.FormatError` (NaN coordinates, wrong shape, lo > hi,
 negative or NaN radius), `TypeError` (geometries that are not points, non-numeric input).
@@ -38,6 +44,7 @@ from ..formats.sparse_interval import SparseInterval
 from ..formats.sparse_list import SparseList
 from ..formats.tensor import Tensor
 from ..runtime.api import compile as ct_compile
+from ..runtime.pyentry import native_entry, scalar_address
 
 __all__ = ["EINSUMS", "PointIndex", "box_query", "index", "radius_query"]
 
@@ -111,8 +118,12 @@ class PointIndex:
         self.perm = order.astype(np.int32 if n < 2**31 else np.int64)
         ranks = np.arange(n, dtype=np.int64)
         self.tensor = Tensor(grid_point_levels(c[order], ranks, n, cell[order], edges), name="points")
-        self.kernels, self._calls = {}, {}
+        self.kernels, self._calls, self._native = {}, {}, {}
         self.build_seconds = time.perf_counter() - t0
+
+    def __getstate__(self):
+        # compiled kernels, argument blocks and native entries belong to this process: rebuilt on use
+        return {**self.__dict__, "kernels": {}, "_calls": {}, "_native": {}}
 
     @property
     def nbytes(self) -> int:
@@ -144,7 +155,24 @@ class PointIndex:
 
     def box(self, lo, hi, sort: bool = True) -> np.ndarray:
         """Ids of the points in the closed box [lo[0], hi[0]] × [lo[1], hi[1]], int64, sorted (or in
-        the grid's layout order with sort=False, as Shapely returns tree order)."""
+        the grid's layout order with sort=False, as Shapely returns tree order).  Raises FormatError
+        (not two numbers, NaN, lo > hi)."""
+        fn = self._native.get("box")
+        if fn is None:
+            fn = self._native_entry("box")
+        if fn:
+            try:
+                x0, y0 = lo
+                x1, y1 = hi
+            except (TypeError, ValueError):
+                pass
+            else:
+                ids = fn(x0, y0, x1, y1)
+                if ids is not None:
+                    if sort:
+                        ids.sort()
+                    return ids
+                lo, hi = _replay(lo, (x0, y0)), _replay(hi, (x1, y1))
         x0, y0 = _pair(lo, "lo")
         x1, y1 = _pair(hi, "hi")
         if not (x0 <= x1 and y0 <= y1):
@@ -156,7 +184,22 @@ class PointIndex:
 
     def radius(self, center, r, sort: bool = True) -> np.ndarray:
         """Ids of the points at distance <= r from center (closed disk), int64, sorted unless
-        sort=False."""
+        sort=False.  Raises FormatError (center not two numbers or NaN, r not a finite number >= 0)."""
+        fn = self._native.get("radius")
+        if fn is None:
+            fn = self._native_entry("radius")
+        if fn:
+            try:
+                ox, oy = center
+            except (TypeError, ValueError):
+                pass
+            else:
+                ids = fn(ox, oy, r)
+                if ids is not None:
+                    if sort:
+                        ids.sort()
+                    return ids
+                center = _replay(center, (ox, oy))
         ox, oy = _pair(center, "center")
         r = _radius(r)
         if self.n == 0:
@@ -166,6 +209,37 @@ class PointIndex:
         call.set_scalar("oy", oy)
         call.set_scalar("r", r)
         return self._run(call, *self._clip(*_disk_box_scalar(ox, oy, r)), sort)
+
+    def _native_entry(self, name):
+        """The native entry of single-query kernel `name` (`runtime.pyentry`), built once: the
+        validations of `_pair`, `_radius` and `box` as its checks (any failure -> None -> the Python
+        path raises), `_disk_box_scalar` and `_clip` as its prologue, `perm` applied to its ids.
+        False when unavailable (empty index, CTENSOR_NATIVE_ENTRY=0)."""
+        entry = None
+        if self.n:
+            radius = name == "radius"
+            call = self._call(name, ("ox", "oy", "r") if radius else ())
+            ax, ay, bx, by = self._clamp
+            arg = lambda i: ("arg", i)
+            clip = lambda e, a, b: ("min", ("max", e, ("const", a)), ("const", b))   # == `_clip`
+            if radius:
+                ox, oy, r = arg(0), arg(1), arg(2)
+                down = lambda e: ("nextdown", ("nextdown", e))                    # == `_disk_box_scalar`
+                up = lambda e: ("nextup", ("nextup", e))
+                x0, y0, x1, y1 = down(("sub", ox, r)), down(("sub", oy, r)), up(("add", ox, r)), up(("add", oy, r))
+                checks = [("notnan", ox), ("notnan", oy), ("le", ("const", 0.0), r), ("finite", r)]
+                scalars = [(scalar_address(call, s), e) for s, e in (("ox", ox), ("oy", oy), ("r", r))]
+            else:
+                x0, y0, x1, y1 = arg(0), arg(1), arg(2), arg(3)
+                checks = [("notnan", x0), ("notnan", y0), ("notnan", x1), ("notnan", y1),
+                          ("le", x0, x1), ("le", y0, y1)]
+                scalars = []
+            # call.box holds the endpoint arrays x.left, x.right, y.left, y.right (see `_call`)
+            ends = (clip(x0, ax, bx), clip(x1, ax, bx), clip(y0, ay, by), clip(y1, ay, by))
+            stores = scalars + [(a.ctypes.data, e) for a, e in zip(call.box, ends)]
+            entry = native_entry(call, 3 if radius else 4, stores, checks, perm=self.perm, keep=call.box)
+        fn = self._native[name] = False if entry is None else entry.fn
+        return fn
 
     def _clip(self, x0, y0, x1, y1):
         """Clamp a box to just around the points' bounding box: the same points are inside, the
@@ -260,6 +334,12 @@ def _disk_box_scalar(ox, oy, r):
     nx = math.nextafter
     return (nx(nx(ox - r, down), down), nx(nx(oy - r, down), down),
             nx(nx(ox + r, up), up), nx(nx(oy + r, up), up))
+
+
+def _replay(v, items):
+    """`v` again for the Python path after the native path unpacked it: the items it gave if `v`
+    was an iterator (consumed by now), else `v` itself."""
+    return items if iter(v) is v else v
 
 
 def _pair(v, name):

@@ -88,6 +88,7 @@ class _Engine:
         self.ee.set_object_cache(self._notify, self._getbuffer)
         self.lock = threading.RLock()
         self.compiled: dict[str, CompiledFunction] = {}  # symbol -> result
+        self.modules: dict[str, tuple] = {}     # symbol -> compile_llvm result
         self.cache_dir: Path | None = None      # set per compile (env may change in tests)
         self.hits: dict[str, bytes] = {}        # module name -> object code to hand to MCJIT
         self.current: str | None = None         # symbol being compiled (the one to cache)
@@ -131,16 +132,46 @@ class _Engine:
         t0 = time.perf_counter()
         base = _sanitize(fn.name)
         text = str(emit_module(dataclasses.replace(fn, name=base)))   # verifies fn first
-        key = hashlib.sha256("\0".join((text, str(opt), self.cpu, self.features,
-                                         llvmlite.__version__, _FORMAT.decode())).encode())
-        symbol = f"{base}_{key.hexdigest()[:16]}"
+        symbol = self._symbol(text, base, opt)
         if symbol in self.compiled:
             prev = self.compiled[symbol]
             secs = {"emit": time.perf_counter() - t0, "optimize": 0.0, "jit": 0.0}
             return dataclasses.replace(prev, compile_seconds=secs, source="memory")
-        # llvmlite quotes every global reference, so renaming the two functions is exact
-        unoptimized = (text.replace(f'@"{base}"', f'@"{symbol}"')
-                       .replace(f'@"{base}_packed"', f'@"{symbol}_packed"'))
+        addresses, llvm_ir, unoptimized, secs, source = self._jit(text, symbol, (base, base + "_packed"),
+                                                                  opt, use_cache, t0)
+        address, packed_address = addresses
+        result = CompiledFunction(
+            name=symbol, address=address, packed_address=packed_address, llvm_ir=llvm_ir,
+            unoptimized_ir=unoptimized, compile_seconds=secs,
+            packed=PACKED_CFUNC(packed_address), source=source)
+        self.compiled[symbol] = result
+        return result
+
+    def compile_llvm(self, text: str, base: str, names, opt: int, use_cache: bool) -> tuple:
+        """JIT a hand-built LLVM module (textual IR defining the functions `names`, which must start
+        with `base`) into this engine: (addresses of `names`, optimised IR).  Same symbol scheme and
+        caches as `compile`; used by `runtime.pyentry`."""
+        t0 = time.perf_counter()
+        symbol = self._symbol(text, base, opt)
+        if symbol not in self.modules:
+            addresses, llvm_ir, *_ = self._jit(text, symbol, tuple(names), opt, use_cache, t0)
+            self.modules[symbol] = (addresses, llvm_ir)
+        return self.modules[symbol]
+
+    def _symbol(self, text: str, base: str, opt: int) -> str:
+        key = hashlib.sha256("\0".join((text, str(opt), self.cpu, self.features,
+                                         llvmlite.__version__, _FORMAT.decode())).encode())
+        return f"{base}_{key.hexdigest()[:16]}"
+
+    def _jit(self, text, symbol, names, opt, use_cache, t0):
+        """Rename `names` (each starting with the module's base name) after `symbol`, verify,
+        optimise (or fetch from the disk cache) and add to the engine: (addresses, optimised IR,
+        unoptimised IR, seconds, source)."""
+        base = names[0]
+        # llvmlite quotes every global reference, so renaming the functions is exact
+        unoptimized = text
+        for name in names:
+            unoptimized = unoptimized.replace(f'@"{name}"', f'@"{symbol}{name[len(base):]}"')
         mod = llvm.parse_assembly(unoptimized)
         mod.verify()                                  # before any pass: LLVM aborts on bad IR
         mod.name, mod.triple, mod.data_layout = symbol, self.triple, self.data_layout
@@ -171,18 +202,12 @@ class _Engine:
         finally:
             self.hits.pop(symbol, None)
             self.current = None
-        address = self.ee.get_function_address(symbol)
-        packed_address = self.ee.get_function_address(symbol + "_packed")
+        addresses = tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
         t3 = time.perf_counter()
-        if not address or not packed_address:
+        if not all(addresses):
             raise RuntimeError(f"JIT did not produce {symbol}")
-        result = CompiledFunction(
-            name=symbol, address=address, packed_address=packed_address, llvm_ir=llvm_ir,
-            unoptimized_ir=unoptimized,
-            compile_seconds={"emit": t1 - t0, "optimize": t2 - t1, "jit": t3 - t2},
-            packed=PACKED_CFUNC(packed_address), source="disk" if cached else "compiled")
-        self.compiled[symbol] = result
-        return result
+        secs = {"emit": t1 - t0, "optimize": t2 - t1, "jit": t3 - t2}
+        return addresses, llvm_ir, unoptimized, secs, "disk" if cached else "compiled"
 
 
 def _sanitize(name: str) -> str:
@@ -220,4 +245,16 @@ def compile_function(fn: Function, opt: int = 3, cache: bool = True) -> Compiled
         return engine.compile(fn, opt, cache)
 
 
-__all__ = ["compile_function", "CompiledFunction", "get_engine", "PACKED_CFUNC"]
+def compile_llvm(text: str, base: str, names, opt: int = 3, cache: bool = True) -> tuple:
+    """JIT textual LLVM IR defining functions `names` (each starting with `base`, the first equal to
+    it) into the process-wide engine; returns (addresses of `names`, optimised IR).  The module must
+    not refer to process-specific addresses if `cache` is true (it may be reused by other
+    processes from the disk cache)."""
+    if opt not in (0, 1, 2, 3):
+        raise ValueError(f"opt must be 0..3, got {opt!r}")
+    engine = get_engine()
+    with engine.lock:
+        return engine.compile_llvm(text, base, names, opt, cache)
+
+
+__all__ = ["compile_function", "compile_llvm", "CompiledFunction", "get_engine", "PACKED_CFUNC"]

@@ -4,7 +4,8 @@ Source: Looplets paper §4, Finch paper §4 (SOS rules), Finch.jl `src/looplets/
 Each pass rewrites `for idx in ext: body` where some accesses in `body` are looplets at `idx`:
 it emits code, substitutes looplets by their children, truncates every other looplet at `idx` to
 the sub-extent it creates (`truncate`), and lowers the smaller loops recursively.  Order:
-Thunk > Switch > Phase > Sequence > Spike > Run > Stepper > AcceptRun > Lookup (DESIGN.md §4).
+Thunk > Switch > Pinpoint > Phase > Sequence > Spike > Run > Stepper > AcceptRun > Lookup (DESIGN.md §4;
+Pinpoint, a SparsePoint fiber, is ours: it goes before phases so a point is tested once).
 """
 from __future__ import annotations
 

@@ -148,10 +148,7 @@ class PointIndex:
         box[0][0], box[1][0], box[2][0], box[3][0] = x0, x1, y0, y1
         call.run()
         nnz = int(call.buffer(0, "ptr", 2, np.int64)[1])
-        ids = self.perm.take(call.buffer(0, "idx", nnz, np.int64)).astype(np.int64)
-        if sort:
-            ids.sort()
-        return ids
+        return _sorted(self.perm.take(call.buffer(0, "idx", nnz, np.int64)).astype(np.int64), sort)
 
     def box(self, lo, hi, sort: bool = True) -> np.ndarray:
         """Ids of the points in the closed box [lo[0], hi[0]] × [lo[1], hi[1]], int64, sorted (or in
@@ -169,9 +166,7 @@ class PointIndex:
             else:
                 ids = fn(x0, y0, x1, y1)
                 if ids is not None:
-                    if sort:
-                        ids.sort()
-                    return ids
+                    return _sorted(ids, sort)
                 lo, hi = _replay(lo, (x0, y0)), _replay(hi, (x1, y1))
         x0, y0 = _pair(lo, "lo")
         x1, y1 = _pair(hi, "hi")
@@ -196,9 +191,7 @@ class PointIndex:
             else:
                 ids = fn(ox, oy, r)
                 if ids is not None:
-                    if sort:
-                        ids.sort()
-                    return ids
+                    return _sorted(ids, sort)
                 center = _replay(center, (ox, oy))
         ox, oy = _pair(center, "center")
         r = _radius(r)
@@ -334,6 +327,12 @@ def _disk_box_scalar(ox, oy, r):
     nx = math.nextafter
     return (nx(nx(ox - r, down), down), nx(nx(oy - r, down), down),
             nx(nx(ox + r, up), up), nx(nx(oy + r, up), up))
+
+
+def _sorted(ids, sort):
+    if sort:
+        ids.sort()
+    return ids
 
 
 def _replay(v, items):

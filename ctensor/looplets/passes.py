@@ -200,16 +200,19 @@ def _e_ge(e, f) -> bool:
     return b.is_const(e) and b.is_const(f) and e.value >= f.value
 
 
+def _noop_on(ctx, loop, acc, leaf) -> bool:
+    """Is the loop body a no-op where access `acc` reads `leaf` (x * 0, x & false, min= inf...)?"""
+    from ..lower.simplify import simplify
+    return simplify(_rewrite(ctx, loop, lambda a: a is acc, lambda a: leaf)) is None
+
+
 def try_spike_walk(ctx, loop, acc) -> bool:
     """A lone stepper of spikes whose fill makes the body a no-op (x * 0, x & false, min= inf...):
     visit its stored coordinates only — `q = seek(start); while stop(q) <= ext.stop: body at
     stop(q); q++` — instead of merging extents with Limit arithmetic (the sparse iteration of the
     Looplets paper §4.5 when the fill annihilates).  Emits nothing and returns False otherwise."""
-    from ..lower.simplify import simplify
     st, ext = acc.tns, loop.ext
-    if not st.spikes or st.stop_eps != 0:
-        return False
-    if simplify(_rewrite(ctx, loop, lambda a: a is acc, lambda a: FillLeaf(st.fill))) is not None:
+    if not st.spikes or st.stop_eps != 0 or not _noop_on(ctx, loop, acc, FillLeaf(st.fill)):
         return False
     go = ctx.mut(ir.I1, ext.nonempty(), loop.idx + "_go")
     ctx.if_(ir.Read(go), lambda: st.seek(ctx, ext))
@@ -220,11 +223,15 @@ def try_spike_walk(ctx, loop, acc) -> bool:
         new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(spike.tail), point)
         lower(ctx, Loop(loop.idx, point, new))
 
+    def at():
+        st.preamble(ctx)
+        s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
+        ctx.assume(lim_le(ext.start, s))          # seek found the first stored coordinate >= ext.start
+        return s
+
     def walk():
         with ctx.block() as body:
-            st.preamble(ctx)
-            s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
-            ctx.assume(lim_le(ext.start, s))      # seek found the first stored coordinate >= ext.start
+            s = at()
 
             def step():
                 visit(s)
@@ -238,9 +245,7 @@ def try_spike_walk(ctx, loop, acc) -> bool:
     def counted():
         # every coordinate left in the fiber is <= its last one <= ext.stop: loop on positions
         with ctx.block() as body:
-            st.preamble(ctx)
-            s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
-            ctx.assume(lim_le(ext.start, s))
+            s = at()
             ctx.assume(lim_le(s, ext.stop))
             visit(s)
             st.next(ctx, b.TRUE)
@@ -258,10 +263,9 @@ def pinpoint_pass(ctx, loop):
     """One stored coordinate c: when the body is a no-op on the fill, `if start <= c <= stop: body
     at [c, c]` (the other accesses truncated to the point, so a stepper there seeks c); otherwise
     the fiber's Sequence form."""
-    from ..lower.simplify import simplify
     acc = _accesses(loop, Pinpoint)[0]
     pt, ext = acc.tns, loop.ext
-    if simplify(_rewrite(ctx, loop, lambda a: a is acc, lambda a: pt.empty)) is not None:
+    if not _noop_on(ctx, loop, acc, pt.empty):
         body = _rewrite(ctx, loop, lambda a: a is acc, lambda a: pt.fallback())
         lower(ctx, Loop(loop.idx, ext, body))
         return

@@ -45,6 +45,7 @@ returns None and callers use their Python path).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from dataclasses import dataclass, field
 
@@ -210,12 +211,8 @@ def _check_cond(c, nargs, consts):
     raise ValueError(f"malformed check {c!r}")
 
 
-_LAYOUT: list[bool] = []
-
-
+@functools.cache
 def _layout_ok() -> bool:
     """Does a numpy array's data pointer sit at offset object.__basicsize__ of the object?"""
-    if not _LAYOUT:
-        a = np.empty(3, np.int64)
-        _LAYOUT.append(ctypes.c_void_p.from_address(id(a) + _DATA_OFFSET).value == a.ctypes.data)
-    return _LAYOUT[0]
+    a = np.empty(3, np.int64)
+    return ctypes.c_void_p.from_address(id(a) + _DATA_OFFSET).value == a.ctypes.data

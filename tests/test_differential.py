@@ -173,6 +173,16 @@ def test_empty_tensors():
     assert C.pieces() == []
 
 
+@pytest.mark.parametrize("closed", CLOSED)
+def test_idempotent_reduction_up_to_infinity(closed):
+    """A run up to +inf leaves the empty extent (inf, inf-ε] after it: no fill may be reduced there.
+    (A Limit comparison against +inf is built on nextup, NaN past +inf; the IR builder once folded
+    `nextup(v) <= inf` to true.)"""
+    A = ct.intervals([-np.inf], [np.inf], values=[1.0], closed=[closed])
+    for text, semiring in [("s[] = A[x] * d(x; boolean)", "min"), ("s[] = (A[x] + A[x]) * d(x; boolean)", "min")]:
+        check_scalar(text, semiring=semiring, A=A)
+
+
 def test_infinite_bounds():
     A = ct.intervals([-np.inf], [0.0], values=[2.0])
     B = ct.intervals([-1.0], [np.inf], values=[0.5])

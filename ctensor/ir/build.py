@@ -168,9 +168,22 @@ _PYCMP = {"lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y
           "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y}
 
 
+def _may_be_nan(x) -> bool:
+    """Can this float expression be NaN by construction?  nextup/nextdown are NaN past ±inf (that is
+    what makes the Limit comparisons built on them exact), so folds that hold only for non-NaN
+    operands must not fire on them."""
+    if isinstance(x, Un):
+        return x.op in ("nextup", "nextdown") or _may_be_nan(x.a)
+    if isinstance(x, Select):             # the shape lim_le builds: select(ε test, v, nextup(v))
+        return _may_be_nan(x.a) or _may_be_nan(x.b)
+    return isinstance(x, Const) and x.value != x.value
+
+
 def cmp(op: str, a, b):
     if isinstance(a, Const) and isinstance(b, Const):
         return Const(bool(_PYCMP[op](a.value, b.value)), I1)
+    if a.type.is_float and (_may_be_nan(a) or _may_be_nan(b)):
+        return Cmp(op, a, b)
     if a == b:
         return Const(op in ("le", "ge", "eq"), I1)
     if a.type.is_float:

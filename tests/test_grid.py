@@ -138,3 +138,39 @@ def test_shifted_reads_with_grids():
         want = oracle(text, A=A, P=ct.points(c), d=1.5).value
         for g in (3, (4, 2), (5,)):
             assert close(ct.einsum(text, A=A, P=ct.points(c, grid=g), d=1.5), want)
+
+
+def test_whole_cells_on_cell_edges():
+    """A piece that is a whole cell is walked without coordinate tests (`lower.tile.lower_piece`):
+    boxes whose sides lie exactly on cell edges, on points at every edge, for a program that is a
+    no-op on the fill (walked), one counted by positions and one that is not (the fallback)."""
+    g = np.arange(9.0)
+    c = np.stack(np.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)      # edges at 0, 2, 4, 6, 8
+    G, P = ct.points(c, grid=(4, 4)), ct.points(c)
+    A = ct.intervals([1.0, 4.0], [3.0, 6.0], values=[2.0, -1.0], closed="both")
+    k = ct.compile(BOX, B=ct.box([0, 0], [1, 1]), P=G)
+    assert "_cell_lo" in k.ir                        # the run-time test for a whole cell
+    for x0, x1, y0, y1 in [(0, 8, 0, 8), (2, 4, 2, 6), (2, 3.5, 4, 4), (1, 7, 0, 2), (4, 4, 4, 4),
+                           (-1, 9, 2, 4), (0, 2, 6, 8), (6, 8, 0, 8)]:
+        B = ct.box([x0, y0], [x1, y1])
+        want = inside(c, [x0, y0], [x1, y1], "both")
+        assert np.array_equal(k(B=B, P=G).to_numpy(), want)
+        assert ct.einsum(COUNT, B=B, P=G) == int(want.sum())
+        text = "s[] = B[x, y] * A[x] * P[x, y, id] * d(x, y; counting, counting)"
+        assert close(ct.einsum(text, A=A, B=B, P=G), ct.einsum(text, A=A, B=B, P=P))
+        got = ct.einsum(RADIUS, B=B, P=G, ox=4.0, oy=4.0, r=2.0).to_numpy()
+        assert np.array_equal(got, want & ((c[:, 0] - 4) ** 2 + (c[:, 1] - 4) ** 2 <= 4))
+
+
+def test_two_grids_of_different_cells():
+    """Two gridded tensors in one einsum: a piece can be a whole cell of one grid and not of the
+    other, whose looplets then cut the extent (the first one's cover is dropped)."""
+    rng = np.random.default_rng(1)
+    a, c = rng.integers(0, 6, (40, 2)).astype(float), rng.integers(0, 6, (30, 2)).astype(float)
+    text = "s[] = B[x, y] * P[x, y, i] * Q[x, y, j] * d(x, y, i, j; counting, counting, counting, counting)"
+    for lo, hi in [([0, 0], [5, 5]), ([1, 2], [4, 4]), ([2, 2], [2, 2])]:
+        B = ct.box(lo, hi)
+        pa, pc = a[inside(a, lo, hi, "both")], c[inside(c, lo, hi, "both")]
+        want = int((pa[:, None, :] == pc[None, :, :]).all(-1).sum())       # pairs of equal points
+        for g1, g2 in [((2, 2), (3, 3)), ((3, 3), (3, 3)), ((1, 1), (5, 2)), (None, (2, 2))]:
+            assert ct.einsum(text, B=B, P=ct.points(a, grid=g1), Q=ct.points(c, grid=g2)) == want

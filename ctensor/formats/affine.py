@@ -32,7 +32,7 @@ from ..extents import SymLimit
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..looplets.nodes import (AcceptRun, Deferred, FillLeaf, Fiber, Lookup, Phase, PhaseSpec, Run,
-                              Pinpoint, Sequence, Spike, Stepper, Switch, Thunk)
+                              Pinpoint, Sequence, Spike, Stepper, Switch, Thunk, Walk)
 from ..lower.notation import MISSING, Lit, subst_expr, uses_index
 
 # a coordinate below every x-frame coordinate of a viewed integer level (stored ids are >= 0,
@@ -206,6 +206,8 @@ def rewrap(node, leaf):
         return replace(node, chunk=lambda ctx: go(node.chunk(ctx)))
     if isinstance(node, Pinpoint):
         return Pinpoint(node.coord, go(node.body), go(node.empty), lambda: go(node.fallback()))
+    if isinstance(node, Walk):
+        return Walk(go(node.stepper), lambda: go(node.fallback()))
     if isinstance(node, Switch):
         return Switch([(c, go(n)) for c, n in node.cases])
     if isinstance(node, AcceptRun):

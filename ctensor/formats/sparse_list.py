@@ -4,8 +4,9 @@ Source: Finch paper §3 (SparseList), continuous paper §5.2 (Pinpoint level), F
 `sparse_list_levels.jl`.  Buffers: `ptr` (npos+1, int64) and `idx` (sorted, strictly increasing
 within a fiber; int64 for integer coordinates, float64 for real pinpoints).
 
-Read looplets: Thunk → Sequence[Phase(stop = last idx, Stepper(chunk = Spike(fill, child))),
-Phase(Run(fill))]; seek gallops over `idx`.  Write looplets: Lookup of an appending writer that
+Read looplets: Thunk → Walk(Stepper, Sequence[Phase(stop = last idx, Stepper(chunk = Spike(fill,
+child))), Phase(Run(fill))]); seek gallops over `idx`; on a whole grid cell the Walk visits the
+positions alone.  Write looplets: Lookup of an appending writer that
 commits a coordinate only when its child became dirty (Finch digest §1.4); on a continuous index the
 Lookup is only valid on pinpoints, which the lowering checks.
 """
@@ -23,7 +24,7 @@ from ..ir import nodes as ir
 from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import (FillLeaf, Fiber, Lookup, PhaseSpec, Run, Sequence, Spike,
-                              Stepper, Thunk)
+                              Stepper, Thunk, Walk)
 from .affine import INT_BOTTOM, see
 from .append import append_entry, fiber_writer
 from .level import Level, as_array, check_coords, check_ptr
@@ -240,9 +241,9 @@ class VSparseList:
                           extremum=extremum if self.leaf_count is not None else None,
                           spikes=True, fill=self.fill, last=lambda: st["last"],
                           more=lambda ctx: b.lt(ir.Read(st["q"]), st["q_stop"]))
-        body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
-                         PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
-        return Thunk(body, preamble=preamble)
+        body = lambda: Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
+                                 PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
+        return Thunk(Walk(stepper, body), preamble=preamble)
 
     def unfurl_reversed(self, ctx, pos, ext):
         from .reverse import reversed_sparse_list

@@ -196,12 +196,14 @@ class VUniformGrid:
         def step_preamble(ctx):
             st["cv"] = ctx.let(ir.Read(st["c"]), nm + "_cv")
             st["stop"] = SymLimit(ctx.let(self._stop(st["cv"]).v, nm + "_stop"), b.i8(-1), True)
+            st["lo"] = SymLimit(ctx.let(self._edge(st["cv"]).v, nm + "_cell_lo"), b.i8(0), True)
 
         def nxt(ctx, full):
             ctx.assign(st["c"], b.add(ir.Read(st["c"]), b.cast(I64, full)))
 
         stepper = Stepper(seek=seek, preamble=step_preamble, stop=lambda ctx: st["stop"],
-                          chunk=lambda ctx: Run(Fiber(self.child, ctx.let(b.add(st["base"], st["cv"]), nm + "_q"))),
+                          chunk=lambda ctx: Run(Fiber(self.child, ctx.let(b.add(st["base"], st["cv"]), nm + "_q"),
+                                                      cell=(st["lo"], st["stop"]))),
                           next=nxt, stop_eps=-1)
         fill = lambda ctx, e: Run(FillLeaf(self.fill))
         body = Sequence([PhaseSpec(fill, stop=lambda ctx, e: Extent.real().minus_unit(st["first"])),

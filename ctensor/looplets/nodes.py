@@ -25,6 +25,9 @@ from typing import Any, Callable, Optional
 class Fiber:
     level: Any        # a virtual level
     pos: Any          # i64 IR expression
+    # (lo, hi) SymLimits in the loop's frame, set by a grid level on the fiber of one cell: every
+    # coordinate stored below it along the binned index lies in [lo, hi] (`lower.tile.lower_piece`)
+    cell: Any = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,6 +165,19 @@ class Pinpoint(Looplet):
 
 
 @dataclass(eq=False)
+class Walk(Looplet):
+    """A fiber of sorted stored coordinates (a SparseList level) that may be walked by position:
+    where the access is `covered` at the loop (every coordinate lies in the extent: a whole grid
+    cell, `lower.tile.lower_piece`) and the loop body is a no-op on the fill, the pass visits
+    `stepper`'s chunks from the cursor to the fiber's end with no seek, no coordinate test and no
+    load of the last coordinate; otherwise it lowers `fallback()`, the usual Sequence.  Absolute,
+    like a Sequence: truncation leaves it unchanged (and drops the cover, `passes._rewrite`)."""
+    stepper: Any
+    fallback: Callable
+    kind = "walk"
+
+
+@dataclass(eq=False)
 class Switch(Looplet):
     cases: list                           # [(i1 expr, looplet-or-leaf)], last case should be TRUE
     kind = "switch"
@@ -173,4 +189,4 @@ class AcceptRun(Looplet):
     kind = "acceptrun"
 
 
-LOOPLETS = (Thunk, Lookup, Run, Spike, Phase, Sequence, Stepper, Pinpoint, Switch, AcceptRun)
+LOOPLETS = (Thunk, Lookup, Run, Spike, Phase, Sequence, Stepper, Pinpoint, Walk, Switch, AcceptRun)

@@ -4,10 +4,13 @@ Source: Looplets paper §4, Finch paper §4 (SOS rules), Finch.jl `src/looplets/
 Each pass rewrites `for idx in ext: body` where some accesses in `body` are looplets at `idx`:
 it emits code, substitutes looplets by their children, truncates every other looplet at `idx` to
 the sub-extent it creates (`truncate`), and lowers the smaller loops recursively.  Order:
-Thunk > Switch > Pinpoint > Phase > Sequence > Spike > Run > Stepper > AcceptRun > Lookup (DESIGN.md §4;
-Pinpoint, a SparsePoint fiber, is ours: it goes before phases so a point is tested once).
+Thunk > Switch > Walk > Pinpoint > Phase > Sequence > Spike > Run > Stepper > AcceptRun > Lookup (DESIGN.md
+§4; Walk and Pinpoint, a SparseList / SparsePoint fiber, are ours: they go before phases so that a
+covered fiber is walked without tests, and a point is tested once).
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ..errors import InvalidProgramError
 from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_lt, lim_min
@@ -18,7 +21,8 @@ from ..lower.lowerer import at_index, lower, resolve
 from ..lower.notation import Loop, map_accesses
 from .count import try_count_collapse
 from .extremum import try_extremum_collapse
-from .nodes import AcceptRun, FillLeaf, Lookup, Phase, Pinpoint, Run, Sequence, Spike, Stepper, Switch, Thunk
+from .nodes import (AcceptRun, FillLeaf, Lookup, Phase, Pinpoint, Run, Sequence, Spike, Stepper, Switch,
+                    Thunk, Walk)
 from .truncate import truncate
 
 
@@ -30,9 +34,19 @@ def _rewrite(ctx, loop, pick, make, ext_new=None):
         if pick(acc):
             return resolve(ctx, acc, make(acc))
         if ext_new is not None:
+            if loop.idx in acc.covered and not _same(loop.ext, ext_new):
+                # the looplet is lowered on part of the extent its cursor was set up for: it must
+                # seek and test again (a picked access keeps the mark: the pass cut the extent
+                # to its own range)
+                acc = replace(acc, covered=acc.covered - {loop.idx})
             return resolve(ctx, acc, truncate(acc.tns, loop.ext, ext_new))
         return acc
     return map_accesses(loop.body, f)
+
+
+def _same(ext, sub) -> bool:
+    eq = lambda x, y: x == y or b.is_const(lim_eq(x, y), True)
+    return sub is ext or (eq(sub.start, ext.start) and eq(sub.stop, ext.stop))
 
 
 def _accesses(loop, cls):
@@ -216,18 +230,7 @@ def try_spike_walk(ctx, loop, acc) -> bool:
         return False
     go = ctx.mut(ir.I1, ext.nonempty(), loop.idx + "_go")
     ctx.if_(ir.Read(go), lambda: st.seek(ctx, ext))
-
-    def visit(s):
-        point = Extent(s, s, ext.continuous)
-        spike = st.chunk(ctx)
-        new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(spike.tail), point)
-        lower(ctx, Loop(loop.idx, point, new))
-
-    def at():
-        st.preamble(ctx)
-        s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
-        ctx.assume(lim_le(ext.start, s))          # seek found the first stored coordinate >= ext.start
-        return s
+    visit, at = _visit(ctx, loop, acc, st), _at(ctx, loop, st)
 
     def walk():
         with ctx.block() as body:
@@ -242,21 +245,59 @@ def try_spike_walk(ctx, loop, acc) -> bool:
             ctx.if_(lim_le(s, ext.stop), step, lambda: ctx.assign(go, b.FALSE))
         ctx.emit(ir.While(ir.Read(go), body))
 
-    def counted():
-        # every coordinate left in the fiber is <= its last one <= ext.stop: loop on positions
-        with ctx.block() as body:
-            s = at()
-            ctx.assume(lim_le(s, ext.stop))
-            visit(s)
-            st.next(ctx, b.TRUE)
-        ctx.emit(ir.While(st.more(ctx), body))
-
     if st.last is None:
         walk()
     else:
+        # every coordinate left in the fiber is <= its last one <= ext.stop: loop on positions
         whole = ctx.let(b.land(ir.Read(go), lim_le(st.last(), ext.stop)), loop.idx + "_whole")
-        ctx.if_(whole, counted, walk)
+        ctx.if_(whole, lambda: _counted_walk(ctx, loop, acc, st), walk)
     return True
+
+
+def _visit(ctx, loop, acc, st):
+    """visit(s): lower the loop body at the stored coordinate s, the stepper's current spike tail."""
+    def visit(s):
+        point = Extent(s, s, loop.ext.continuous)
+        spike = st.chunk(ctx)
+        new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(spike.tail), point)
+        lower(ctx, Loop(loop.idx, point, new))
+    return visit
+
+
+def _at(ctx, loop, st):
+    """at(): bind the stepper's current stored coordinate (inside the loop being emitted)."""
+    def at():
+        st.preamble(ctx)
+        s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
+        ctx.assume(lim_le(loop.ext.start, s))     # the cursor is at or after the extent's start
+        return s
+    return at
+
+
+def _counted_walk(ctx, loop, acc, st):
+    """`while more: body at the current coordinate; next` — every coordinate left in the fiber is
+    known to lie in the extent."""
+    visit, at = _visit(ctx, loop, acc, st), _at(ctx, loop, st)
+    with ctx.block() as body:
+        s = at()
+        ctx.assume(lim_le(s, loop.ext.stop))
+        visit(s)
+        st.next(ctx, b.TRUE)
+    ctx.emit(ir.While(st.more(ctx), body))
+
+
+def walk_pass(ctx, loop):
+    """A Walk: when its access is covered at the loop (every stored coordinate lies in the extent,
+    `lower.tile.lower_piece`) and the body is a no-op on the fill, the counted walk from the cursor
+    (no seek, no coordinate test, no load of the last coordinate); otherwise the fallback."""
+    acc = _accesses(loop, Walk)[0]
+    st = acc.tns.stepper
+    walkable = st.spikes and st.stop_eps == 0 and st.more is not None
+    if loop.idx in acc.covered and walkable and _noop_on(ctx, loop, acc, FillLeaf(st.fill)):
+        _counted_walk(ctx, loop, acc, st)
+        return
+    body = _rewrite(ctx, loop, lambda a: a is acc, lambda a: acc.tns.fallback())
+    lower(ctx, Loop(loop.idx, loop.ext, body))
 
 
 def pinpoint_pass(ctx, loop):
@@ -271,6 +312,9 @@ def pinpoint_pass(ctx, loop):
         return
     point = Extent(pt.coord, pt.coord, ext.continuous)
     new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(pt.body), point)
+    if loop.idx in acc.covered:      # coord is known to lie in the extent (a whole grid cell)
+        lower(ctx, Loop(loop.idx, point, new))
+        return
     inside = b.land(lim_le(ext.start, pt.coord), lim_le(pt.coord, ext.stop))
     ctx.if_(inside, lambda: lower(ctx, Loop(loop.idx, point, new)), prove=True)
 
@@ -306,6 +350,7 @@ def lookup_pass(ctx, loop):
 PASSES = [  # (priority, looplet class, pass)
     (10, Thunk, thunk_pass),
     (9, Switch, switch_pass),
+    (8.7, Walk, walk_pass),           # picks its form before any phase cuts the extent
     (8.5, Pinpoint, pinpoint_pass),   # before phases: one coordinate test, then the rest at that point
     (8, Phase, phase_pass),
     (7, Sequence, sequence_pass),

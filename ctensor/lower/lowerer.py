@@ -9,6 +9,8 @@ idempotent reductions (or/min/max, the Boolean measure) apply once to a non-empt
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import InvalidProgramError
 from ..extents import Extent, SymLimit
 from ..ir import build as b
@@ -18,7 +20,7 @@ from .notation import (Access, Assign, Block, Call, Lit, Loop, ScalarOut, Sieve,
                        map_assigns, subst_index, uses_index, walk_accesses)
 from .ops import REDUCTIONS, combine, convert, kind, to_ir
 from .simplify import simplify
-from .tile import bind_pieces
+from .tile import lower_piece
 
 
 def lower(ctx, node):
@@ -50,7 +52,7 @@ def resolve(ctx, acc: Access, new):
     if isinstance(new, Run) and isinstance(new.body, FillLeaf):
         new = new.body                           # a run of fill is the fill, whatever the extent
     if isinstance(new, Looplet):
-        return Access(new, acc.idxs, acc.name, acc.mode)
+        return replace(acc, tns=new)
     rest = acc.idxs[1:]
     if isinstance(new, FillLeaf):
         return Lit(new.value)
@@ -59,7 +61,7 @@ def resolve(ctx, acc: Access, new):
     if isinstance(new, Fiber) and not rest:
         leaf = new.level.read_leaf(ctx, new.pos)
         return Lit(leaf.value) if isinstance(leaf, FillLeaf) else Val(leaf.expr, leaf.dtype)
-    return Access(new, rest, acc.name, acc.mode)
+    return replace(acc, tns=new, idxs=rest)
 
 
 def unfurl_accesses(ctx, loop: Loop):
@@ -70,7 +72,7 @@ def unfurl_accesses(ctx, loop: Loop):
                 lp = t.level.unfurl(ctx, t.pos, loop.ext, "read")
             else:
                 lp = t.level.unfurl(ctx, t.pos, loop.ext, "update", t.dirty)
-            return Access(lp, acc.idxs, acc.name, acc.mode)
+            return replace(acc, tns=lp)
         return acc
     return map_accesses(loop.body, f)
 
@@ -127,7 +129,7 @@ def collapse(ctx, loop: Loop):
         return a2                          # boolean measure: the extent is non-empty here
 
     # the loops of a tile loop's body run over this piece of it (`lower.tile`)
-    lower(ctx, map_assigns(bind_pieces(loop.body, idx, ext), f))
+    lower_piece(ctx, map_assigns(loop.body, f), idx, ext, lower)
 
 
 def _collapse_index_value(ctx, loop: Loop):

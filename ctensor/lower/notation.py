@@ -56,6 +56,9 @@ class Access:
     idxs: tuple
     name: str              # user-facing tensor name, for error messages
     mode: str = "read"     # 'read' | 'update'
+    # indices whose loop extent holds every coordinate stored in this fiber along them (a tile
+    # piece equal to a whole grid cell, `lower.tile.lower_piece`): their levels skip the tests
+    covered: frozenset = frozenset()
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,7 +176,7 @@ def subst_expr(e, idx, value):
     if isinstance(e, Call):
         return Call(e.op, tuple(subst_expr(a, idx, value) for a in e.args))
     if isinstance(e, Access) and _affine_root(e) is not None:
-        return Access(replace(e.tns, level=_affine_root(e).subst(idx, value)), e.idxs, e.name, e.mode)
+        return replace(e, tns=replace(e.tns, level=_affine_root(e).subst(idx, value)))
     return e
 
 

@@ -17,20 +17,32 @@ outside its run are fill and annihilate); expressions of x itself (`(x - ox)**2`
 loop, where the partitions are pinpoints.  Source: loop tiling over a binned layout,
 shape-spf-z3-digest §4 items 6–7; the continuous paper's uniform grid (§7.1, Fig. 23).
 
+Whole cells: a grid marks the fiber of each cell with the cell's bounds (`Fiber.cell`).  When the
+piece is the whole cell — the other tensors' runs cover it, as a box covers the cells inside it —
+every coordinate stored below lies in the inner loop's extent, so `lower_piece` lowers the body a
+second time with those accesses marked `covered` at the binned index, and their levels skip their
+seeks and coordinate tests there (`looplets.passes`: Walk, Pinpoint); a run-time test on
+the piece picks the version.
+
 Conditions (else InvalidProgramError): every tiled tensor bins the same indices, in the same order;
 those indices are reduction indices (not output indices) and consecutive in the loop order.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InvalidProgramError
-from ..extents import Extent
-from .notation import Loop, Sieve, Block
+from ..extents import Extent, lim_le
+from ..ir import build as b
+from ..looplets.nodes import Fiber
+from .notation import Block, Loop, Sieve, map_accesses, walk_accesses
+
+
+SUFFIX = "#cell"
 
 
 def tile_name(idx: str) -> str:
-    return idx + "#cell"
+    return idx + SUFFIX
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,31 @@ def bind_pieces(node, tile: str, ext: Extent):
     if isinstance(node, Block):
         return Block([bind_pieces(s, tile, ext) for s in node.stmts])
     return node
+
+
+def lower_piece(ctx, body, tile: str, ext: Extent, lower):
+    """Lower the body of loop `tile` collapsed on its piece `ext` (`lowerer.collapse`): with the
+    inner loops bound to the piece (`bind_pieces`) and, when the piece is a whole cell of every
+    grid fiber read there, a version whose accesses are `covered` at the binned index."""
+    cells = {id(a) for a in walk_accesses(body) if isinstance(a.tns, Fiber) and a.tns.cell is not None}
+    if not cells or not tile.endswith(SUFFIX):
+        lower(ctx, bind_pieces(body, tile, ext))
+        return
+    idx = tile[:-len(SUFFIX)]
+    whole = b.TRUE
+    for a in walk_accesses(body):
+        if id(a) in cells:
+            lo, hi = a.tns.cell
+            whole = b.land(whole, b.land(lim_le(ext.start, lo), lim_le(hi, ext.stop)))
+
+    def version(cover):
+        def f(a):
+            if id(a) not in cells:
+                return a
+            covered = a.covered | {idx} if cover and idx in a.idxs else a.covered
+            return replace(a, tns=replace(a.tns, cell=None), covered=covered)
+        return lambda: lower(ctx, bind_pieces(map_accesses(body, f), tile, ext))
+    ctx.if_(whole, version(True), version(False))
 
 
 def is_piece(ext) -> bool:

@@ -90,6 +90,15 @@ def test_out_of_order_sparse_output_is_an_error_not_a_wrong_tensor():
     with pytest.raises(ct.InvalidProgramError, match="out of coordinate order"):
         ct.einsum("O[i, j] = Q[i, s] * P[s, j] * d(s; boolean)", Q=Q, P=P,
                   out=ct.Dense(ct.SparseList(ct.Pattern(), shape=3)))
+    # one fiber (the order check keeps the last id in a register), integer and real coordinates
+    with pytest.raises(ct.InvalidProgramError, match="out of coordinate order"):
+        ct.einsum("O[j] = P[s, j] * d(s; boolean)", P=P, out=ct.SparseList(ct.Pattern(), shape=3))
+    with pytest.raises(ct.InvalidProgramError, match="out of coordinate order"):
+        R = ct.points(np.array([[0.0, 3.0], [1.0, 1.0]]))
+        ct.einsum("O[y] = R[x, y, j] * d(x, j; boolean, boolean)", R=R, out=ct.SparseList(ct.Pattern()))
+    got = ct.einsum("O[j] = P[s, j] * d(s; boolean)", P=ct.points(np.array([[1.0], [2.0], [3.0]])),
+                    out=ct.SparseList(ct.Pattern(), shape=3))
+    assert got.to_numpy().tolist() == [True, True, True]
 
 
 # ------------------------------------------------------------------ integer SparseInterval

@@ -2,8 +2,9 @@
 
 An entry is appended at slot `qos` of the level: the slot's buffers are grown, the child slot is
 assembled (filled with the fill value) and the child is written through a `Hollow` subfiber with a
-fresh dirty flag.  Only if something was written is the entry committed — its coordinate buffers
-stored and `qos` advanced — and the parent told that this fiber is dirty too.
+fresh dirty flag.  Only if something was written is the entry committed — `qos` advanced past it —
+and the parent told that this fiber is dirty too.  Without coalescing the slot's coordinates are
+stored either way (past `qos` they are dead), so the commit has no branch on the flag.
 """
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ from ..looplets.nodes import Deferred, Hollow, Thunk
 
 
 def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coalesce=None,
-                 out_of_order=None, first=None) -> Thunk:
+                 out_of_order=None, first=None, order=None) -> Thunk:
     """bufs: GrowBuffers holding the entry's coordinates; coords: IR values stored into them.
+
+    Order check (an entry must come after the fiber's previous one, else STATUS_OUTPUT_ORDER):
+    out_of_order(ctx, p) -> i1 compares with the entry at slot p, checked when first() <= p; or
+    order = (var, coord): a mutable variable holding the fiber's last committed coordinate (a
+    register, no load), which must stay below `coord`.
 
     coalesce(ctx, q) -> (i1, action), optional: when the condition holds, the entry written at
     slot q is folded into the previous one by `action(ctx)` instead of being committed."""
@@ -29,6 +35,10 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
         slot["dirty"] = ctx.mut(I1, b.FALSE, name + "_dirty")
 
     def post(ctx):
+        if coalesce is None:
+            commit_branch_free(ctx)
+            return
+
         def store():
             for buf, val in zip(bufs, coords):
                 ctx.emit(ir.Store(buf.data, slot["q"], val))
@@ -46,6 +56,25 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
             cond, action = coalesce(ctx, slot["q"])
             ctx.if_(cond, lambda: action(ctx), store)
         ctx.if_(ir.Read(slot["dirty"]), commit)
+
+    def commit_branch_free(ctx):
+        # the slot is always stored (pre grew the buffers) and committed by advancing qos only if
+        # dirty: no branch on dirty, so a test that sets it (a pinpoint's) compiles to selects
+        q, d = slot["q"], ir.Read(slot["dirty"])
+        for buf, val in zip(bufs, coords):
+            ctx.emit(ir.Store(buf.data, q, val))
+        if order is not None:
+            var, c = order
+            ctx.fail_if(b.select(d, b.le(c, ir.Read(var)), b.FALSE), ir.STATUS_OUTPUT_ORDER)
+            ctx.assign(var, b.select(d, c, ir.Read(var)))
+        elif out_of_order is not None:
+            p = ctx.let(b.sub(q, b.i64(1)), name + "_last_slot")
+            # slot max(p, 0) < q + 1 lies in the buffer; its value matters only when first <= p
+            later = b.select(b.le(first(), p), out_of_order(ctx, b.maximum(p, b.i64(0))), b.FALSE)
+            ctx.fail_if(b.select(d, later, b.FALSE), ir.STATUS_OUTPUT_ORDER)
+        if parent_dirty is not None:
+            ctx.assign(parent_dirty, b.lor(ir.Read(parent_dirty), d))
+        ctx.assign(vlevel.qos, b.select(d, b.add(q, b.i64(1)), ir.Read(vlevel.qos)))
 
     return Thunk(Deferred(lambda: Hollow(vlevel.child, slot["q"], slot["dirty"])), preamble=pre, epilogue=post)
 

@@ -255,6 +255,9 @@ class VSparseList:
         # one fiber (the output's root level): its entries are slots 0..qos-1, so the fiber's
         # count is written once at freeze instead of being updated in memory at every unfurl
         self._one_fiber = b.is_const(npos) and npos.value == 1
+        if self._one_fiber:   # the last coordinate appended, kept in a register for the order check
+            bottom = -math.inf if self.coord == "real" else -2**63
+            self._last = ctx.mut(self.cty, b.const(bottom, self.cty), self.name + "_last")
         self.assemble(ctx, b.i64(0), b.sub(npos, b.i64(1)))
         ctx.emit(ir.Store(self.ptrbuf.data, b.i64(0), b.i64(0)))
         self.child.declare(ctx, b.i64(0))     # sparse children grow as entries are appended
@@ -277,8 +280,8 @@ class VSparseList:
                                 first=lambda: st["first"])
         st = {}
         if self._one_fiber:
-            st["first"] = b.i64(0)
-            return Lookup(point)
+            return Lookup(lambda ctx, j: append_entry(self, self.name, [self.idxbuf], [j.v], parent_dirty,
+                                                      order=(self._last, j.v)))
         return fiber_writer(self, pos, Lookup(point), self.ptrbuf, st)
 
 

@@ -293,7 +293,9 @@ def walk_pass(ctx, loop):
     acc = _accesses(loop, Walk)[0]
     st = acc.tns.stepper
     walkable = st.spikes and st.stop_eps == 0 and st.more is not None
-    if loop.idx in acc.covered and walkable and _noop_on(ctx, loop, acc, FillLeaf(st.fill)):
+    # alone at the loop: a looplet that would cut the extent goes first (a box's phases before a
+    # walk of the whole fiber)
+    if loop.idx in acc.covered and walkable and _alone(loop, acc) and _noop_on(ctx, loop, acc, FillLeaf(st.fill)):
         _counted_walk(ctx, loop, acc, st)
         return
     body = _rewrite(ctx, loop, lambda a: a is acc, lambda a: acc.tns.fallback())
@@ -317,6 +319,12 @@ def pinpoint_pass(ctx, loop):
         return
     inside = b.land(lim_le(ext.start, pt.coord), lim_le(pt.coord, ext.stop))
     ctx.if_(inside, lambda: lower(ctx, Loop(loop.idx, point, new)), prove=True)
+
+
+def _alone(loop, acc) -> bool:
+    """Is `acc` the only access at the loop that cuts the extent (the others are point-wise
+    writers or runs)?"""
+    return all(a is acc or isinstance(a.tns, (Lookup, Run)) for a in _accesses(loop, object))
 
 
 def acceptrun_pass(ctx, loop):

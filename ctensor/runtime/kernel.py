@@ -135,7 +135,7 @@ class Kernel:
             vout.declare(ctx, b.i64(1))
             lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
         tiling = plan_tiles(es, plan, tensors)
-        rhs = _notation(plan.rhs, roots, svals, plan.kinds, tiling)
+        rhs = _notation(plan.rhs, roots, svals, plan.kinds, tiling, _root_cover(plan, vlevels, tiling))
         extents = {i: vlevels[plan.source[i]].extent() for i in plan.order}
         order = plan.order
         if tiling is not None:
@@ -311,7 +311,26 @@ def _dim_map(dim, x, permissive, svals, kinds) -> DimMap:
     return DimMap(coef, const, kinds[x], bool(permissive))
 
 
-def _notation(e, roots, svals, kinds, tiling=None):
+def _root_cover(plan, vlevels, tiling):
+    """cover(tensor, idxs, maps) -> the indices whose root loop extent holds every coordinate the
+    access stores along them (`Access.covered`): a real axis (the loop runs over the whole line,
+    stored coordinates are finite) or the integer axis this very level sizes (plan.source), read
+    plainly (no affine map), once, and not binned by a grid (its extent is a tile piece)."""
+    binned = set() if tiling is None else set(tiling.binned)
+
+    def cover(tensor, idxs, maps):
+        out = set()
+        for d, i in enumerate(idxs):
+            lv = vlevels.get((tensor, d))
+            if lv is None or d in maps or i in binned or idxs.count(i) != 1:
+                continue
+            if getattr(lv, "coord", None) == "real" or plan.source.get(i) == (tensor, d):
+                out.add(i)
+        return frozenset(out)
+    return cover
+
+
+def _notation(e, roots, svals, kinds, tiling=None, cover=None):
     if isinstance(e, ELit):
         return Lit(e.value)
     if isinstance(e, EScalar):
@@ -326,6 +345,7 @@ def _notation(e, roots, svals, kinds, tiling=None):
             if not m.identity:
                 maps[depth] = m
         idxs = e.idxs
+        covered = frozenset() if cover is None else cover(e.tensor, idxs, maps)
         if tiling is not None:
             idxs = tile_access_idxs(tiling, e.tensor, idxs)
             k = tiling.depth.get(e.tensor, 0)
@@ -333,7 +353,7 @@ def _notation(e, roots, svals, kinds, tiling=None):
             maps = {(d + k): m for d, m in maps.items()} | {d: m for d, m in maps.items() if d < k}
         if maps:
             root = VAffine(root, maps)
-        return Access(Fiber(root, b.i64(0)), idxs, e.tensor)
+        return Access(Fiber(root, b.i64(0)), idxs, e.tensor, covered=covered)
     if isinstance(e, ECall):
-        return Call(e.op, tuple(_notation(a, roots, svals, kinds, tiling) for a in e.args))
+        return Call(e.op, tuple(_notation(a, roots, svals, kinds, tiling, cover) for a in e.args))
     raise InvalidProgramError(f"unsupported expression {e!r}")

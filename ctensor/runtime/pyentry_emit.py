@@ -165,31 +165,37 @@ class _Emitter:
         data = b.load(b.gep(arr, [ir.Constant(I64, data_offset)], source_etype=I8), typ=PTR, align=8)
         bound = self.slot(SLOT["bound"], I64)
         perm = self.slot(SLOT["perm"], PTR) if perm_bits else None
-        # for k in range(count): r = idx[start + k]; if r >= bound (unsigned): drop out, None
+        # for k in range(count): r = idx[start + k]; out[k] = perm[r < bound ? r : 0]; bad |= r >= bound
+        # (unsigned) — no exit inside, so LLVM vectorizes it (gathers); any bad id: None afterwards.
+        # bound >= 1: an entry is built for non-empty indexes only, so perm[0] is a valid load
         head, body, done = (self.fn.append_basic_block(s) for s in ("fill", "fill_body", "filled"))
-        bad = self.fn.append_basic_block("bad_id")
+        bad_block = self.fn.append_basic_block("bad_id")
         pre = b.block
         b.branch(head)
         b.position_at_end(head)
         k = b.phi(I64, name="k")
+        bad = b.phi(ir.IntType(1), name="bad")
         k.add_incoming(zero, pre)
+        bad.add_incoming(ir.Constant(ir.IntType(1), 0), pre)
         b.cbranch(b.icmp_signed("<", k, count), body, done)
         b.position_at_end(body)
         r = b.load(b.gep(idx, [b.add(start, k)], source_etype=I64), typ=I64, align=8)
-        store = self.fn.append_basic_block("fill_store")
-        b.cbranch(b.icmp_unsigned("<", r, bound), store, bad)
-        b.position_at_end(store)
+        ok = b.icmp_unsigned("<", r, bound)
         if perm is not None:
             et = ir.IntType(perm_bits)
-            v = b.load(b.gep(perm, [r], source_etype=et), typ=et, align=perm_bits // 8)
+            v = b.load(b.gep(perm, [b.select(ok, r, zero)], source_etype=et), typ=et, align=perm_bits // 8)
             r = b.sext(v, I64) if perm_bits < 64 else v
         b.store(r, b.gep(data, [k], source_etype=I64), align=8)
-        k.add_incoming(b.add(k, one), store)
+        k.add_incoming(b.add(k, one), body)
+        bad.add_incoming(b.or_(bad, b.not_(ok)), body)
         b.branch(head)
-        b.position_at_end(bad)
+        b.position_at_end(done)
+        fine = self.fn.append_basic_block("ids_ok")
+        b.cbranch(bad, bad_block, fine)
+        b.position_at_end(bad_block)
         self.capi("Py_DecRef", [arr])
         b.branch(self.none_block)
-        b.position_at_end(done)
+        b.position_at_end(fine)
         b.ret(arr)
 
     def returns(self):

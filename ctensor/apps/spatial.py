@@ -330,9 +330,16 @@ def _disk_box_scalar(ox, oy, r):
 
 
 def _sorted(ids, sort):
-    if sort:
+    """int64 ids, sorted if asked: through int32 from a thousand ids on when they fit, as numpy's
+    int32 sort runs about twice as fast as its int64 sort, more than paying for the two casts."""
+    if not sort:
+        return ids
+    if len(ids) < 1000 or ids.max() >= 2**31:
         ids.sort()
-    return ids
+        return ids
+    small = ids.astype(np.int32)
+    small.sort()
+    return small.astype(np.int64)
 
 
 def _replay(v, items):

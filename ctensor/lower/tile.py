@@ -131,11 +131,12 @@ def lower_piece(ctx, body, tile: str, ext: Extent, lower):
     """Lower the body of loop `tile` collapsed on its piece `ext` (`lowerer.collapse`): with the
     inner loops bound to the piece (`bind_pieces`) and, when the piece is a whole cell of every
     grid fiber read there, a version whose accesses are `covered` at the binned index."""
-    cells = {id(a) for a in walk_accesses(body) if isinstance(a.tns, Fiber) and a.tns.cell is not None}
-    if not cells or not tile.endswith(SUFFIX):
+    idx = tile[:-len(SUFFIX)] if tile.endswith(SUFFIX) else None
+    cells = {id(a) for a in walk_accesses(body)
+             if isinstance(a.tns, Fiber) and a.tns.cell is not None and idx in a.idxs}
+    if not cells:
         lower(ctx, bind_pieces(body, tile, ext))
         return
-    idx = tile[:-len(SUFFIX)]
     whole = b.TRUE
     for a in walk_accesses(body):
         if id(a) in cells:
@@ -146,8 +147,7 @@ def lower_piece(ctx, body, tile: str, ext: Extent, lower):
         def f(a):
             if id(a) not in cells:
                 return a
-            covered = a.covered | {idx} if cover and idx in a.idxs else a.covered
-            return replace(a, tns=replace(a.tns, cell=None), covered=covered)
+            return replace(a, tns=replace(a.tns, cell=None), covered=a.covered | {idx} if cover else a.covered)
         return lambda: lower(ctx, bind_pieces(map_accesses(body, f), tile, ext))
     ctx.if_(whole, version(True), version(False))
 

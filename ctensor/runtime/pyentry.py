@@ -176,8 +176,9 @@ def _output(call, perm):
         bound, bits = call.tensors[name].modes()[d].shape, 0
     else:
         if not (isinstance(perm, np.ndarray) and perm.ndim == 1 and perm.dtype in (np.int32, np.int64)
-                and perm.flags.c_contiguous):
-            raise ValueError("perm must be a contiguous 1-d int32 or int64 numpy array")
+                and perm.flags.c_contiguous and len(perm)):
+            # non-empty: the gather loads perm[0] in place of an out-of-range id (`pyentry_emit`)
+            raise ValueError("perm must be a non-empty contiguous 1-d int32 or int64 numpy array")
         bound, bits = len(perm), perm.dtype.itemsize * 8
     return "ids", call.cells[(0, "ptr")].ctypes.data, call.cells[(0, "idx")].ctypes.data, bound, bits
 

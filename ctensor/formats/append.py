@@ -34,35 +34,10 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
         vlevel.child.assemble(ctx, q, q)
         slot["dirty"] = ctx.mut(I1, b.FALSE, name + "_dirty")
 
-    def post(ctx):
-        if coalesce is None:
-            commit_branch_free(ctx)
-            return
-
-        def store():
-            for buf, val in zip(bufs, coords):
-                ctx.emit(ir.Store(buf.data, slot["q"], val))
-            ctx.assign(vlevel.qos, b.add(slot["q"], b.i64(1)))
-
-        def commit():
-            if out_of_order is not None:
-                p = ctx.let(b.sub(slot["q"], b.i64(1)), name + "_last_slot")
-                ctx.if_(b.le(first(), p), lambda: ctx.fail_if(out_of_order(ctx, p), ir.STATUS_OUTPUT_ORDER))
-            if parent_dirty is not None:
-                ctx.assign(parent_dirty, b.TRUE)
-            if coalesce is None:
-                store()
-                return
-            cond, action = coalesce(ctx, slot["q"])
-            ctx.if_(cond, lambda: action(ctx), store)
-        ctx.if_(ir.Read(slot["dirty"]), commit)
-
-    def commit_branch_free(ctx):
-        # the slot is always stored (pre grew the buffers) and committed by advancing qos only if
-        # dirty: no branch on dirty, so a test that sets it (a pinpoint's) compiles to selects
-        q, d = slot["q"], ir.Read(slot["dirty"])
-        for buf, val in zip(bufs, coords):
-            ctx.emit(ir.Store(buf.data, q, val))
+    def check_order(ctx, d):
+        """Fail (STATUS_OUTPUT_ORDER) when the entry, committed if d, does not follow the fiber's
+        previous one; branch-free apart from the failure itself."""
+        q = slot["q"]
         if order is not None:
             var, c = order
             ctx.fail_if(b.select(d, b.le(c, ir.Read(var)), b.FALSE), ir.STATUS_OUTPUT_ORDER)
@@ -72,9 +47,32 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
             # slot max(p, 0) < q + 1 lies in the buffer; its value matters only when first <= p
             later = b.select(b.le(first(), p), out_of_order(ctx, b.maximum(p, b.i64(0))), b.FALSE)
             ctx.fail_if(b.select(d, later, b.FALSE), ir.STATUS_OUTPUT_ORDER)
-        if parent_dirty is not None:
-            ctx.assign(parent_dirty, b.lor(ir.Read(parent_dirty), d))
-        ctx.assign(vlevel.qos, b.select(d, b.add(q, b.i64(1)), ir.Read(vlevel.qos)))
+
+    def post(ctx):
+        q, d = slot["q"], ir.Read(slot["dirty"])
+        if coalesce is None:
+            # the slot is always stored (pre grew the buffers) and committed by advancing qos only
+            # if dirty: no branch on dirty, so a test that sets it compiles to selects
+            for buf, val in zip(bufs, coords):
+                ctx.emit(ir.Store(buf.data, q, val))
+            check_order(ctx, d)
+            if parent_dirty is not None:
+                ctx.assign(parent_dirty, b.lor(ir.Read(parent_dirty), d))
+            ctx.assign(vlevel.qos, b.select(d, b.add(q, b.i64(1)), ir.Read(vlevel.qos)))
+            return
+
+        def store():
+            for buf, val in zip(bufs, coords):
+                ctx.emit(ir.Store(buf.data, q, val))
+            ctx.assign(vlevel.qos, b.add(q, b.i64(1)))
+
+        def commit():
+            check_order(ctx, b.TRUE)
+            if parent_dirty is not None:
+                ctx.assign(parent_dirty, b.TRUE)
+            cond, action = coalesce(ctx, q)
+            ctx.if_(cond, lambda: action(ctx), store)
+        ctx.if_(d, commit)
 
     return Thunk(Deferred(lambda: Hollow(vlevel.child, slot["q"], slot["dirty"])), preamble=pre, epilogue=post)
 

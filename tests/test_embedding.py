@@ -31,3 +31,20 @@ def test_continuous_output_through_packed_call():
     C = call.finish(k.ctypes_function(call.address))
     assert [(c[0][0], c[0][1], v) for c, v in C.pieces()] == [
         (ct.Limit(1.0), ct.Limit(2.0), 2.0), (ct.Limit(3.0), ct.Limit(4.0, -1), 6.0)]
+
+
+def test_dropped_packed_call_frees_its_buffers():
+    """Buffers a run grew (and nobody adopted) are freed when the PackedCall is collected."""
+    import gc
+
+    A = ct.intervals([0.0, 3.0], [1.0, 4.0], values=[2.0, 5.0])
+    B = ct.intervals([0.5], [3.5], values=[1.0])
+    k = ct.compile("C[x] = A[x] * B[x]", A=A, B=B)
+    call = k.pack(A=A, B=B)
+    call.run()
+    assert call.buffer(1, "val", 2, float).tolist() == [2.0, 5.0]     # [0.5, 1) and [3, 3.5)
+    cells = list(call.cells.values())
+    assert any(int(c[0]) for c in cells)
+    del call
+    gc.collect()
+    assert all(int(c[0]) == 0 and int(c[1]) == 0 for c in cells)

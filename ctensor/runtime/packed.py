@@ -3,6 +3,8 @@ or from embedding code (numba), with the kernel-grown output buffers read in pla
 the packed entry point)."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..errors import InvalidProgramError, KernelError
@@ -23,6 +25,9 @@ class PackedCall:
         # read once: `ndarray.ctypes.data` costs about 1 µs, the kernel call itself about 0.5 µs
         self._address, self._entry = block.ctypes.data, kernel.compiled.packed
         self._floats = block.view(np.float64)      # float scalars are stored bit-cast in the block
+        # buffers the kernel grew and nobody adopted are freed when the call is dropped unreleased
+        # (e.g. a PointIndex's single-query calls); the finaliser holds the cells, not self
+        weakref.finalize(self, _free_cells, cells)
 
     @property
     def address(self) -> int:
@@ -57,7 +62,8 @@ class PackedCall:
 
     def buffer(self, depth: int, attr: str, n: int, dtype) -> np.ndarray:
         """A numpy view (no copy) of the first n elements of output buffer `attr` (e.g. 'ptr',
-        'idx', 'val') of output level `depth`; valid until the next `run`, `finish` or `release`."""
+        'idx', 'val') of output level `depth`; valid until the next `run`, `finish` or `release`
+        and while this PackedCall is alive (its buffers are freed when it is collected)."""
         key = (depth, attr)
         address, capacity = self.cells[key].tolist()
         view = self._views.get(key)
@@ -73,9 +79,7 @@ class PackedCall:
     def release(self):
         """Free the kernel-grown buffers (views from `buffer` become invalid)."""
         self._views = {}
-        for cell in self.cells.values():
-            free(int(cell[0]))
-            cell[0], cell[1] = 0, 0
+        _free_cells(self.cells)
 
     def finish(self, status: int):
         """Raise KernelError on a non-zero status; return the scalar or the output Tensor; free
@@ -89,3 +93,9 @@ class PackedCall:
             return Tensor(k._rebuild(self.tensors, self.cells), name=k.es.out, validate=False)
         finally:
             self.release()
+
+
+def _free_cells(cells):
+    for cell in cells.values():
+        free(int(cell[0]))
+        cell[0], cell[1] = 0, 0

@@ -45,6 +45,7 @@ from ..formats.sparse_list import SparseList
 from ..formats.tensor import Tensor
 from ..runtime.api import compile as ct_compile
 from ..runtime.pyentry import native_entry, scalar_address
+from .spatial_input import as_coords, boxes as boxes_arg, pair, radius as radius_arg, replay
 
 __all__ = ["EINSUMS", "PointIndex", "box_query", "index", "radius_query"]
 
@@ -59,34 +60,6 @@ EINSUMS = {
 
 CELL_POINTS = 16     # average points per grid cell: 8, 16, 32 measured at 1e6 and 1e7 points; 16 is best
                      # or within noise of best on every benchmark query (benchmarks/bench_spatial.py)
-
-
-def as_coords(points, name: str = "points") -> np.ndarray:
-    """(n, 2) float64 coordinates of an (n, 2) array or a sequence/array of Shapely points.
-    Raises FormatError (wrong shape, NaN or inf, naming the first bad entry) or TypeError."""
-    arr = np.asarray(points) if not isinstance(points, np.ndarray) else points
-    if arr.dtype == object:
-        import shapely                       # only needed for geometry input
-        geoms = arr.ravel()
-        kinds = shapely.get_type_id(geoms)
-        bad = np.flatnonzero(kinds != shapely.GeometryType.POINT)
-        if bad.size:
-            k = int(bad[0])
-            raise TypeError(f"{name}[{k}] is {geoms[k]!r}, not a Shapely Point")
-        empty = np.flatnonzero(shapely.is_empty(geoms))
-        if empty.size:
-            raise FormatError(f"{name}[{int(empty[0])}] is an empty Point")
-        arr = shapely.get_coordinates(geoms)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name}: expected an (n, 2) numeric array or Shapely points, got dtype {arr.dtype}")
-    if arr.ndim != 2 or arr.shape[1] != 2:
-        raise FormatError(f"{name}: expected shape (n, 2), got {arr.shape}")
-    c = np.ascontiguousarray(arr, np.float64)
-    bad = np.argwhere(~np.isfinite(c))
-    if bad.size:
-        i, j = bad[0]
-        raise FormatError(f"{name}[{i}, {j}] = {c[i, j].item()!r} is not a finite coordinate")
-    return c
 
 
 class PointIndex:
@@ -167,9 +140,9 @@ class PointIndex:
                 ids = fn(x0, y0, x1, y1)
                 if ids is not None:
                     return self._sorted(ids, sort)
-                lo, hi = _replay(lo, (x0, y0)), _replay(hi, (x1, y1))
-        x0, y0 = _pair(lo, "lo")
-        x1, y1 = _pair(hi, "hi")
+                lo, hi = replay(lo, (x0, y0)), replay(hi, (x1, y1))
+        x0, y0 = pair(lo, "lo")
+        x1, y1 = pair(hi, "hi")
         if not (x0 <= x1 and y0 <= y1):
             k = 0 if not x0 <= x1 else 1
             raise FormatError(f"lo[{k}] = {(x0, y0)[k]!r} is greater than hi[{k}] = {(x1, y1)[k]!r}")
@@ -192,9 +165,9 @@ class PointIndex:
                 ids = fn(ox, oy, r)
                 if ids is not None:
                     return self._sorted(ids, sort)
-                center = _replay(center, (ox, oy))
-        ox, oy = _pair(center, "center")
-        r = _radius(r)
+                center = replay(center, (ox, oy))
+        ox, oy = pair(center, "center")
+        r = radius_arg(r)
         if self.n == 0:
             return np.zeros(0, np.int64)
         call = self._call("radius", ("ox", "oy", "r"))
@@ -278,7 +251,7 @@ class PointIndex:
 
     def box_many(self, lo, hi) -> np.ndarray:
         """(2, k) int64 pairs (query index, point id) of points in each closed box lo[i]..hi[i]."""
-        lo, hi = _boxes(lo, "lo"), _boxes(hi, "hi")
+        lo, hi = boxes_arg(lo, "lo"), boxes_arg(hi, "hi")
         if lo.shape != hi.shape:
             raise FormatError(f"lo has shape {lo.shape} but hi has {hi.shape}")
         bad = np.argwhere(lo > hi)
@@ -290,7 +263,7 @@ class PointIndex:
     def radius_many(self, centers, r) -> np.ndarray:
         """(2, k) int64 pairs (query index, point id) of points within distance r (scalar or one per
         centre) of each centre."""
-        c = _boxes(centers, "center")
+        c = boxes_arg(centers, "center")
         m = len(c)
         rr = np.broadcast_to(np.asarray(r, np.float64), (m,)) if np.ndim(r) == 0 else np.asarray(r, np.float64)
         if rr.shape != (m,):
@@ -340,46 +313,6 @@ def _disk_box_scalar(ox, oy, r):
     nx = math.nextafter
     return (nx(nx(ox - r, down), down), nx(nx(oy - r, down), down),
             nx(nx(ox + r, up), up), nx(nx(oy + r, up), up))
-
-
-def _replay(v, items):
-    """`v` again for the Python path after the native path unpacked it: the items it gave if `v`
-    was an iterator (consumed by now), else `v` itself."""
-    return items if iter(v) is v else v
-
-
-def _pair(v, name):
-    try:
-        a, b = v
-        a, b = float(a), float(b)
-    except (TypeError, ValueError):
-        raise FormatError(f"{name}: expected two coordinates (x, y), got {v!r}") from None
-    if a != a or b != b:
-        raise FormatError(f"{name} = {v!r} has a NaN coordinate")
-    return a, b
-
-
-def _radius(r):
-    try:
-        r = float(r)
-    except (TypeError, ValueError):
-        raise FormatError(f"r: expected a number, got {r!r}") from None
-    if not (0 <= r < math.inf):
-        raise FormatError(f"r = {r!r} is not a finite radius >= 0")
-    return r
-
-
-def _boxes(v, name):
-    a = np.asarray(v, dtype=np.float64) if np.asarray(v).dtype.kind in "biuf" else None
-    if a is None:
-        raise TypeError(f"{name}: expected numbers, got {v!r}")
-    if a.ndim != 2 or a.shape[1] != 2:
-        raise FormatError(f"{name}: expected shape (m, 2), got {a.shape}")
-    bad = np.argwhere(np.isnan(a))
-    if bad.size:
-        i, j = bad[0]
-        raise FormatError(f"{name}[{i}, {j}] is NaN")
-    return a
 
 
 def index(points, cell_points: int = CELL_POINTS) -> PointIndex:

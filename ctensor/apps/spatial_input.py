@@ -1,0 +1,77 @@
+"""Argument checking of the spatial queries (`ctensor.apps.spatial`): points, query boxes, centres
+and radii, with errors naming the argument and its first bad element."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import FormatError
+
+
+def as_coords(points, name: str = "points") -> np.ndarray:
+    """(n, 2) float64 coordinates of an (n, 2) array or a sequence/array of Shapely points.
+    Raises FormatError (wrong shape, NaN or inf, naming the first bad entry) or TypeError."""
+    arr = np.asarray(points) if not isinstance(points, np.ndarray) else points
+    if arr.dtype == object:
+        import shapely                       # only needed for geometry input
+        geoms = arr.ravel()
+        kinds = shapely.get_type_id(geoms)
+        bad = np.flatnonzero(kinds != shapely.GeometryType.POINT)
+        if bad.size:
+            k = int(bad[0])
+            raise TypeError(f"{name}[{k}] is {geoms[k]!r}, not a Shapely Point")
+        empty = np.flatnonzero(shapely.is_empty(geoms))
+        if empty.size:
+            raise FormatError(f"{name}[{int(empty[0])}] is an empty Point")
+        arr = shapely.get_coordinates(geoms)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected an (n, 2) numeric array or Shapely points, got dtype {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise FormatError(f"{name}: expected shape (n, 2), got {arr.shape}")
+    c = np.ascontiguousarray(arr, np.float64)
+    bad = np.argwhere(~np.isfinite(c))
+    if bad.size:
+        i, j = bad[0]
+        raise FormatError(f"{name}[{i}, {j}] = {c[i, j].item()!r} is not a finite coordinate")
+    return c
+
+
+def replay(v, items):
+    """`v` again for the Python path after the native path unpacked it: the items it gave if `v`
+    was an iterator (consumed by now), else `v` itself."""
+    return items if iter(v) is v else v
+
+
+def pair(v, name):
+    try:
+        a, b = v
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        raise FormatError(f"{name}: expected two coordinates (x, y), got {v!r}") from None
+    if a != a or b != b:
+        raise FormatError(f"{name} = {v!r} has a NaN coordinate")
+    return a, b
+
+
+def radius(r):
+    try:
+        r = float(r)
+    except (TypeError, ValueError):
+        raise FormatError(f"r: expected a number, got {r!r}") from None
+    if not (0 <= r < math.inf):
+        raise FormatError(f"r = {r!r} is not a finite radius >= 0")
+    return r
+
+
+def boxes(v, name):
+    a = np.asarray(v, dtype=np.float64) if np.asarray(v).dtype.kind in "biuf" else None
+    if a is None:
+        raise TypeError(f"{name}: expected numbers, got {v!r}")
+    if a.ndim != 2 or a.shape[1] != 2:
+        raise FormatError(f"{name}: expected shape (m, 2), got {a.shape}")
+    bad = np.argwhere(np.isnan(a))
+    if bad.size:
+        i, j = bad[0]
+        raise FormatError(f"{name}[{i}, {j}] is NaN")
+    return a

@@ -45,7 +45,7 @@ from ..formats.sparse_list import SparseList
 from ..formats.tensor import Tensor
 from ..runtime.api import compile as ct_compile
 from ..runtime.pyentry import native_entry, scalar_address
-from .spatial_input import as_coords, boxes as boxes_arg, pair, radius as radius_arg, replay
+from .spatial_input import as_coords, boxes_arg, pair_arg, radius_arg, replay
 
 __all__ = ["EINSUMS", "PointIndex", "box_query", "index", "radius_query"]
 
@@ -141,8 +141,8 @@ class PointIndex:
                 if ids is not None:
                     return self._sorted(ids, sort)
                 lo, hi = replay(lo, (x0, y0)), replay(hi, (x1, y1))
-        x0, y0 = pair(lo, "lo")
-        x1, y1 = pair(hi, "hi")
+        x0, y0 = pair_arg(lo, "lo")
+        x1, y1 = pair_arg(hi, "hi")
         if not (x0 <= x1 and y0 <= y1):
             k = 0 if not x0 <= x1 else 1
             raise FormatError(f"lo[{k}] = {(x0, y0)[k]!r} is greater than hi[{k}] = {(x1, y1)[k]!r}")
@@ -166,7 +166,7 @@ class PointIndex:
                 if ids is not None:
                     return self._sorted(ids, sort)
                 center = replay(center, (ox, oy))
-        ox, oy = pair(center, "center")
+        ox, oy = pair_arg(center, "center")
         r = radius_arg(r)
         if self.n == 0:
             return np.zeros(0, np.int64)

@@ -43,7 +43,7 @@ def replay(v, items):
     return items if iter(v) is v else v
 
 
-def pair(v, name):
+def pair_arg(v, name):
     try:
         a, b = v
         a, b = float(a), float(b)
@@ -54,7 +54,7 @@ def pair(v, name):
     return a, b
 
 
-def radius(r):
+def radius_arg(r):
     try:
         r = float(r)
     except (TypeError, ValueError):
@@ -64,7 +64,7 @@ def radius(r):
     return r
 
 
-def boxes(v, name):
+def boxes_arg(v, name):
     a = np.asarray(v, dtype=np.float64) if np.asarray(v).dtype.kind in "biuf" else None
     if a is None:
         raise TypeError(f"{name}: expected numbers, got {v!r}")

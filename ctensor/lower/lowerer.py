@@ -17,7 +17,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Looplet, Run, Value)
 from .notation import (Access, Assign, Block, Call, Lit, Loop, ScalarOut, Sieve, Val, map_accesses,
-                       map_assigns, subst_index, uses_index, walk_accesses)
+                       map_assigns, subst_index, uses_index, walk_accesses, walk_assigns)
 from .ops import REDUCTIONS, combine, convert, kind, to_ir
 from .simplify import simplify
 from .tile import lower_piece
@@ -137,6 +137,16 @@ def _collapse_index_value(ctx, loop: Loop):
     run time unless proved); on an integer extent the points are enumerated."""
     idx, ext = loop.idx, loop.ext
     if ext.continuous:
+        assigns = list(walk_assigns(loop.body))
+        if assigns and all(a.measures.get(idx) == "counting" for a in assigns) \
+                and not any(uses_index(a, idx) for a in walk_accesses(loop.body)):
+            # the counting measure weighs an interval of positive length 0 (it counts finite
+            # pinpoints only, `collapse`): the index value is needed only where it is one value.
+            # Not when an access is shifted by the index (a Toeplitz A[x + y] in a loop inside):
+            # there the partitions inside this extent may still be pinpoints in it
+            body = subst_index(loop.body, idx, Val(ext.start.v, "float"))
+            lower(ctx, Sieve(ext.finite_pinpoint(), Loop(idx, Extent(ext.start, ext.start, True), body)))
+            return
         pin = ctx.pinpoint_test(ext)
         if b.is_const(pin, False):
             raise InvalidProgramError(f"the value of index {idx!r} is used on an interval of positive length")

@@ -196,9 +196,19 @@ class Kernel:
                                 "compile a new kernel for this format")
             if tensors[k].is_empty_format:
                 raise FormatError(f"{k}: tensor holds no data")
-        for k in self.scalar_kinds:
+        for k, want in self.scalar_kinds.items():
             if k not in scalars:
                 raise TypeError(f"missing scalar argument {k!r}")
+            val, got = scalars[k]
+            if k not in self.scalar_slot:
+                continue                # not read by the program
+            # the block holds the kinds compiled for: widen bool -> int -> float, never narrow
+            if got != want and want != "float" and not (want == "int" and got == "bool"):
+                raise TypeError(f"scalar {k!r}: the kernel was compiled for {'an int' if want == 'int' else 'a bool'} "
+                                f"scalar, got {got} {val!r}; "
+                                "compile a new kernel for it")
+            if want != "float" and not -2 ** 63 <= int(val) < 2 ** 63:
+                raise TypeError(f"scalar {k!r} = {val!r} does not fit in a 64-bit integer; pass it as a float")
         # integer modes addressed by one index must have one shape
         shapes = {}
         for acc in accesses(self.plan.rhs):
@@ -235,8 +245,8 @@ class Kernel:
                 else:
                     block[k] = int(v or 0)
             elif g[0] == "scalar":
-                val, kind = scalars[g[1]]
-                block[k] = np.float64(val).view(np.int64) if kind == "float" else int(val)
+                val = scalars[g[1]][0]
+                block[k] = np.float64(val).view(np.int64) if self.scalar_kinds[g[1]] == "float" else int(val)
             elif g[0] == "outshape":
                 name, depth = g[1]
                 block[k] = tensors[name].modes()[depth].shape

@@ -298,6 +298,22 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     return Plan(es, order, kinds, source, measures, op, out_kind, fill, rhs, verdict)
 
 
+def _no_order(text, accs):
+    """Why no loop order exists: an access reading one index in two dimensions (a diagonal, such as
+    B[x, 2*x] or B[x + y, y]: every order lowers its dimensions at one loop or out of storage
+    order), else a transposed access."""
+    for acc in accs:
+        seen = {}
+        for k, d in enumerate(acc.dims):
+            for i in d.indices:
+                if i in seen:
+                    return (f"{acc} reads index {i!r} in dimensions {seen[i]} and {k}, and no loop order lowers "
+                            f"them in storage order (a diagonal access is not supported) in {text!r}")
+                seen[i] = k
+    return (f"no loop order visits every tensor of {text!r} in storage order (a transposed access): "
+            "store one tensor in the other order")
+
+
 def _loop_order(es, rhs, kinds, order, pointlike):
     """The loop order (outermost first) and, per access, the index each dimension is lowered at.
 
@@ -339,12 +355,11 @@ def _loop_order(es, rhs, kinds, order, pointlike):
         while len(order) < len(kinds):
             cand = [i for i in kinds if i not in order and ready(i)]
             if not cand:
-                raise InvalidProgramError(f"no loop order visits every tensor of {es.text!r} in storage order "
-                                          "(a transposed access): store one tensor in the other order")
+                raise InvalidProgramError(_no_order(es.text, accs))
             order.append(min(cand, key=lambda i: (outer(i) and not pointlike(i), first.get(i, len(first)))))
         low = _lowering(chains, order)
         if low is None:
-            raise InvalidProgramError(f"no loop order visits every tensor of {es.text!r} in storage order")
+            raise InvalidProgramError(_no_order(es.text, accs))
     for acc, idxs in zip(accs, low):
         if len(set(idxs)) != len(idxs):
             raise InvalidProgramError(f"{acc}: two of its dimensions would be lowered at the same loop "

@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..errors import InvalidProgramError
-from ..extents import SymLimit
+from ..extents import SymLimit, lim_max, lim_min
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..looplets.nodes import (AcceptRun, Deferred, FillLeaf, Fiber, Lookup, Phase, PhaseSpec, Run,
@@ -178,8 +178,10 @@ def _permissive(level, view: CoordView, inner):
     if view.sign < 0:
         lo, hi = hi, lo
     miss = lambda ctx, e: Run(FillLeaf(MISSING))
-    return Sequence([PhaseSpec(miss, stop=lambda ctx, e: ext.minus_unit(lo)),
-                     PhaseSpec(lambda ctx, e: inner, stop=lambda ctx, e: hi),
+    # phase ends clamped into the loop's extent e: lo - 1 and hi + 1 would wrap around int64 for
+    # an image at its limits (v[~(c - i)], c = 2**63 - 1), and the phases would overlap
+    return Sequence([PhaseSpec(miss, stop=lambda ctx, e: ext.minus_unit(lim_max(lo, e.start))),
+                     PhaseSpec(lambda ctx, e: inner, stop=lambda ctx, e: lim_min(hi, e.stop)),
                      PhaseSpec(miss)])
 
 

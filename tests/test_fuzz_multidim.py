@@ -461,7 +461,6 @@ def test_transposed_and_diagonal_accesses_are_refused_clearly():
 
 
 # ------------------------------------------------------------------ bugs found by this file
-@pytest.mark.xfail(strict=True, reason="FIX1 from_dense took shapes from the first fiber")
 def test_dense_data_keeps_the_shape_of_modes_below_an_empty_one():
     """`Tensor(format, data)` took each level's shape from its first fiber, so a mode below an
     empty one (or below a SparseList storing no row) got shape 0."""

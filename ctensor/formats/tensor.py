@@ -140,10 +140,12 @@ def from_dense(fmt: Level, data, name: str) -> Level:
     depth = fmt.ndim
     if arr.ndim != depth:
         raise FormatError(f"{name}: format has {depth} modes but data has shape {arr.shape}")
-    return _build(fmt, [arr], name)
+    return _build(fmt, [arr], name, arr.shape)
 
 
-def _build(fmt: Level, fibers: list, name: str) -> Level:
+def _build(fmt: Level, fibers: list, name: str, shape: tuple) -> Level:
+    """`shape`: the data's shape below this level (taken from the array, not from `fibers`,
+    which is empty when every fiber above is empty)."""
     if isinstance(fmt, Element):
         return Element(fmt.fill, val=np.array([f.item() for f in fibers]), dtype=
                        {"bool": np.bool_, "int": np.int64, "float": np.float64}[fmt.kind])
@@ -151,11 +153,11 @@ def _build(fmt: Level, fibers: list, name: str) -> Level:
         return Pattern()
     fill = fmt.fill
     if isinstance(fmt, Dense):
-        n = fibers[0].shape[0] if fibers else 0
-        return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name), n)
+        n = shape[0]
+        return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name, shape[1:]), n)
     if isinstance(fmt, SparseList) and (fmt.coord == "int" or fmt.shape is None):
         # dense data has integer coordinates: an unshaped SparseList takes them with the data's shape
-        n = fibers[0].shape[0] if fibers else 0
+        n = shape[0]
         ptr, idx, kids = [0], [], []
         for f in fibers:
             for i in range(n):
@@ -165,6 +167,6 @@ def _build(fmt: Level, fibers: list, name: str) -> Level:
             ptr.append(len(idx))
         if isinstance(fmt.leaf, Pattern) and any(np.any((k != True) & (k != False)) for k in kids):
             raise FormatError(f"{name}: a Pattern leaf holds booleans only")
-        return SparseList(_build(fmt.child, kids, name), ptr=np.array(ptr), idx=np.array(idx, dtype=np.int64), shape=n)
+        return SparseList(_build(fmt.child, kids, name, shape[1:]), ptr=np.array(ptr), idx=np.array(idx, dtype=np.int64), shape=n)
     raise FormatError(f"{name}: cannot build {type(fmt).__name__} from a dense array; use ct.intervals, "
                       "ct.points or the level's buffers")

@@ -474,7 +474,6 @@ def test_dense_data_keeps_the_shape_of_modes_below_an_empty_one():
     assert ct.Tensor(ct.Dense(ct.SparseList(ct.Element(0.0))), np.zeros((0, 3))).to_numpy().shape == (0, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="FIX2 numpy integers became floats in Tensor.__getitem__")
 def test_numpy_integer_coordinates_index_integer_modes():
     m = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]])
     M = ct.Tensor(ct.Dense(ct.SparseList(ct.Element(0.0), shape=3)), m)

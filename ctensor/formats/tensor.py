@@ -88,7 +88,8 @@ class Tensor:
             raise IndexError(f"{self.name} has {self.ndim} modes, got {len(coords)} coordinates")
         if self.is_empty_format:
             return self.fill
-        return self.level.eval(0, tuple(c if isinstance(c, (int, Limit)) else float(c) for c in coords))
+        return self.level.eval(0, tuple(c if isinstance(c, (int, Limit)) else
+                                        int(c) if isinstance(c, np.integer) else float(c) for c in coords))
 
     def pieces(self) -> list:
         """Stored pieces as (coords, value): an int per integer mode, a closed Limit interval

@@ -28,6 +28,9 @@ def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=No
         of = out.level.format_key()
     elif isinstance(out, Level):
         of = out.format_key()
+    elif out is not None:       # checked here too: the cache must not map it to the default output
+        raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
+                        f"got {type(out).__name__}")
     guards = enabled_by_default() if prove_guards is None else bool(prove_guards)
     return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order is not None else None, of,
             bool(assume_valid), guards)

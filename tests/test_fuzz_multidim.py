@@ -524,7 +524,6 @@ def test_out_that_is_not_a_format_is_a_type_error():
             ct.einsum("O[i] = S[i, x] * d(x; lebesgue)", S=S, out=bad)
 
 
-@pytest.mark.xfail(strict=True, reason="FIX4 Element values were cast to the fill's dtype")
 def test_element_values_are_not_truncated_to_the_fill_dtype():
     """Element(0, val=[0.5, 1.5]) stored [0, 1] (the int fill sets the dtype), and so did dense data
     [1.5, 2.0] converted into Element(0): sums came out 1 instead of 2."""

@@ -540,7 +540,6 @@ def test_element_values_are_not_truncated_to_the_fill_dtype():
     assert ct.Tensor(ct.Dense(ct.Element(False, val=np.array([1, 0])), 2)).to_numpy().tolist() == [True, False]
 
 
-@pytest.mark.xfail(strict=True, reason="FIX5 a non-level child raised AttributeError")
 def test_a_child_that_is_not_a_level_is_a_type_error():
     for bad in (3, None, ct.Element):
         with pytest.raises(TypeError, match="child of Dense"):

@@ -39,6 +39,7 @@ class Tensor:
     def __init__(self, format: Level, data=None, name: str = "tensor", validate: bool = True):
         if not isinstance(format, Level):
             raise TypeError(f"{name}: format must be a level such as ct.Dense(ct.Element(0.0)), got {format!r}")
+        check_nest(format, name)
         if data is not None:
             format = from_dense(format, data, name)
         self.level = format
@@ -120,6 +121,16 @@ class Tensor:
 
     def __repr__(self):
         return f"Tensor({self.level.format_str()}, ndim={self.ndim})"
+
+
+def check_nest(root: Level, name: str):
+    """Every non-leaf level's child is a level instance (TypeError naming the first that is not)."""
+    lvl = root
+    while not lvl.is_leaf:
+        if not isinstance(lvl.child, Level):
+            raise TypeError(f"{name}: the child of {type(lvl).__name__} must be a level such as "
+                            f"ct.Element(0.0) or ct.Pattern(), got {lvl.child!r}")
+        lvl = lvl.child
 
 
 def _assign_tile_axes(root: Level, name: str):

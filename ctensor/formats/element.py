@@ -49,6 +49,24 @@ def ir_type(kind: str):
     return {"bool": I1, "int": I64, "float": F64}[kind]
 
 
+def _exact_values(val, np_dtype, kind: str, fill) -> np.ndarray:
+    """`val` converted to the leaf's dtype; FormatError naming the first value the conversion would
+    change (1.5 or NaN into int values, 2 or 0.5 into bool values) instead of truncating it."""
+    raw = np.asarray(val)
+    try:
+        conv = np.asarray(raw, dtype=np_dtype)
+    except (ValueError, TypeError):
+        raise FormatError(f"val: expected bool, integer or float values, got dtype {raw.dtype}") from None
+    if raw.dtype.kind in "biuf" and raw.dtype.kind != conv.dtype.kind and raw.size:
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(np.ravel(conv != raw))
+        if bad.size:
+            k = int(bad[0])
+            raise FormatError(f"val[{k}] = {np.ravel(raw)[k].item()!r} cannot be stored exactly as {kind} values "
+                              f"(the fill {fill!r} makes the values {kind}; pass dtype= or a fill of the values' type)")
+    return conv
+
+
 class Element(Level):
     """Leaf level holding one value per position.
 
@@ -70,7 +88,7 @@ class Element(Level):
             raise FormatError(f"fill {fill!r} cannot be stored as {self.kind} values") from None
         if self._fill != fill and not (self.kind == "float" and fill != fill):
             raise FormatError(f"fill {fill!r} cannot be stored exactly as {self.kind} values")
-        self.val = None if val is None else np.ascontiguousarray(np.asarray(val, dtype=np_dtype))
+        self.val = None if val is None else np.ascontiguousarray(_exact_values(val, np_dtype, self.kind, fill))
 
     @property
     def is_leaf(self):

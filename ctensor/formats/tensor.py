@@ -39,6 +39,7 @@ class Tensor:
     def __init__(self, format: Level, data=None, name: str = "tensor", validate: bool = True):
         if not isinstance(format, Level):
             raise TypeError(f"{name}: format must be a level such as ct.Dense(ct.Element(0.0)), got {format!r}")
+        check_nest(format, name)
         if data is not None:
             format = from_dense(format, data, name)
         self.level = format
@@ -88,7 +89,8 @@ class Tensor:
             raise IndexError(f"{self.name} has {self.ndim} modes, got {len(coords)} coordinates")
         if self.is_empty_format:
             return self.fill
-        return self.level.eval(0, tuple(c if isinstance(c, (int, Limit)) else float(c) for c in coords))
+        return self.level.eval(0, tuple(c if isinstance(c, (int, Limit)) else
+                                        int(c) if isinstance(c, np.integer) else float(c) for c in coords))
 
     def pieces(self) -> list:
         """Stored pieces as (coords, value): an int per integer mode, a closed Limit interval
@@ -121,6 +123,16 @@ class Tensor:
         return f"Tensor({self.level.format_str()}, ndim={self.ndim})"
 
 
+def check_nest(root: Level, name: str):
+    """Every non-leaf level's child is a level instance (TypeError naming the first that is not)."""
+    lvl = root
+    while not lvl.is_leaf:
+        if not isinstance(lvl.child, Level):
+            raise TypeError(f"{name}: the child of {type(lvl).__name__} must be a level such as "
+                            f"ct.Element(0.0) or ct.Pattern(), got {lvl.child!r}")
+        lvl = lvl.child
+
+
 def _assign_tile_axes(root: Level, name: str):
     """Tile levels (UniformGrid) form a chain at the top; tile k bins mode k."""
     lvls = root.levels()
@@ -140,10 +152,12 @@ def from_dense(fmt: Level, data, name: str) -> Level:
     depth = fmt.ndim
     if arr.ndim != depth:
         raise FormatError(f"{name}: format has {depth} modes but data has shape {arr.shape}")
-    return _build(fmt, [arr], name)
+    return _build(fmt, [arr], name, arr.shape)
 
 
-def _build(fmt: Level, fibers: list, name: str) -> Level:
+def _build(fmt: Level, fibers: list, name: str, shape: tuple) -> Level:
+    """`shape`: the data's shape below this level (taken from the array, not from `fibers`,
+    which is empty when every fiber above is empty)."""
     if isinstance(fmt, Element):
         return Element(fmt.fill, val=np.array([f.item() for f in fibers]), dtype=
                        {"bool": np.bool_, "int": np.int64, "float": np.float64}[fmt.kind])
@@ -151,11 +165,11 @@ def _build(fmt: Level, fibers: list, name: str) -> Level:
         return Pattern()
     fill = fmt.fill
     if isinstance(fmt, Dense):
-        n = fibers[0].shape[0] if fibers else 0
-        return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name), n)
+        n = shape[0]
+        return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name, shape[1:]), n)
     if isinstance(fmt, SparseList) and (fmt.coord == "int" or fmt.shape is None):
         # dense data has integer coordinates: an unshaped SparseList takes them with the data's shape
-        n = fibers[0].shape[0] if fibers else 0
+        n = shape[0]
         ptr, idx, kids = [0], [], []
         for f in fibers:
             for i in range(n):
@@ -165,6 +179,6 @@ def _build(fmt: Level, fibers: list, name: str) -> Level:
             ptr.append(len(idx))
         if isinstance(fmt.leaf, Pattern) and any(np.any((k != True) & (k != False)) for k in kids):
             raise FormatError(f"{name}: a Pattern leaf holds booleans only")
-        return SparseList(_build(fmt.child, kids, name), ptr=np.array(ptr), idx=np.array(idx, dtype=np.int64), shape=n)
+        return SparseList(_build(fmt.child, kids, name, shape[1:]), ptr=np.array(ptr), idx=np.array(idx, dtype=np.int64), shape=n)
     raise FormatError(f"{name}: cannot build {type(fmt).__name__} from a dense array; use ct.intervals, "
                       "ct.points or the level's buffers")

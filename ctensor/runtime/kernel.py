@@ -65,6 +65,29 @@ def default_output(plan) -> Level:
     return lvl
 
 
+# (value kind computed by the program, leaf kind of out=) pairs stored exactly besides equal kinds
+_WIDER_LEAF = {("int", "float"), ("bool", "int")}
+
+
+def check_output_format(fmt: Level, plan):
+    """An out= format must give each output index a level of its kind (integer or real) and a leaf
+    that holds the program's values exactly; raises InvalidProgramError naming the level."""
+    es = plan.einsum
+    for d, (lvl, i) in enumerate(zip(fmt.modes(), es.out_idxs)):
+        kind = plan.kinds[i]
+        if lvl.coord != kind:
+            hint = " (a SparseList of integer ids needs shape= or real=False)" \
+                if isinstance(lvl, SparseList) and kind == "int" else ""
+            raise InvalidProgramError(f"out= level {d} ({type(lvl).__name__}) has {lvl.coord} coordinates but "
+                                      f"{es.out}'s index {i!r} is {'an integer' if kind == 'int' else 'a real'} "
+                                      f"index{hint}")
+    leaf = fmt.levels()[-1]
+    if isinstance(leaf, Element) and leaf.kind != plan.out_kind and (plan.out_kind, leaf.kind) not in _WIDER_LEAF:
+        raise InvalidProgramError(f"out= leaf {leaf.format_str()} holds {leaf.kind} values but {es.out} = ... computes "
+                                  f"{plan.out_kind} values (reduction {plan.op!r}); use "
+                                  f"Element({plan.fill!r})")
+
+
 class Kernel:
     """A compiled einsum.  Build with `ct.compile`; call with tensors of the same formats.
 
@@ -83,11 +106,16 @@ class Kernel:
         self.plan = plan = make_plan(es, tensors, scalars, semiring, order, assume_valid=assume_valid)
         self.formats = {k: t.level.format_key() for k, t in tensors.items()}
         self.scalar_kinds = {k: s[1] for k, s in scalars.items()}
+        if out is not None and not isinstance(out, (Tensor, Level)):
+            raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
+                            f"got {type(out).__name__}")
         out_fmt = out.level.empty() if isinstance(out, Tensor) else (out.empty() if isinstance(out, Level) else None)
         if es.out_idxs and out_fmt is None:
             out_fmt = default_output(plan)
         if out_fmt is not None and out_fmt.ndim != len(es.out_idxs):
             raise InvalidProgramError(f"out= format has {out_fmt.ndim} modes but {es.out} has {len(es.out_idxs)}")
+        if out is not None and out_fmt is not None:
+            check_output_format(out_fmt, plan)
         self.out_fmt = out_fmt
         self._build(tensors, scalars)
         self.scalar_slot = {g[1]: k for k, g in enumerate(self.getters) if g[0] == "scalar"}

@@ -552,16 +552,18 @@ def test_a_child_that_is_not_a_level_is_a_type_error():
 
 
 # ------------------------------------------------------------------------ open problems
-@pytest.mark.xfail(strict=True, reason="the format key holds data facts (every start finite, an "
-                   "unbounded interval), so a kernel refuses a tensor of the same .format with an "
-                   "interval at -inf: TypeError 'compile a new kernel for this format'")
 def test_kernel_reused_for_same_format_with_an_infinite_endpoint():
     A = ct.intervals([0.0], [5.0], values=[1.0])
     S = ct.interval_set([0.0], [1.0])
     k = ct.compile("C[i] = S[i, x] * A[x] * d(x; lebesgue)", S=S, A=A)
     S2 = ct.interval_set([-np.inf, 0.0], [1.0, 2.0])
     assert S2.format.format_str() == S.format.format_str()
-    assert k(S=S2, A=A).to_numpy().tolist() == [1.0, 2.0]
+    assert k(S=S2, A=A).to_numpy().tolist() == [1.0, 2.0]       # through a sibling kernel
+    assert k(S=S, A=A).to_numpy().tolist() == [1.0] and not k._siblings[next(iter(k._siblings))].accepts({"S": S, "A": A})
+    S3 = ct.interval_set([-np.inf], [3.0])                           # every start -inf: another fact
+    assert k(S=S3, A=A).to_numpy().tolist() == [3.0] and len(k._siblings) == 2
+    with pytest.raises(TypeError, match="compiled for the format"):
+        k(S=ct.interval_set([0.0], [1.0], closed="both"), A=A)       # another format: refused
 
 
 @pytest.mark.xfail(strict=True, reason="grid edges over a range wider than the largest float "

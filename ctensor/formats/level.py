@@ -23,6 +23,22 @@ import numpy as np
 from ..errors import FormatError
 
 
+class Facts(tuple):
+    """Facts of a level's data inside its `format_key` (SparseInterval: every start finite, every
+    start -inf; integer ranges tiling 0..n-1): the generated code is specialised for them, but
+    they are not part of the format a user chooses, so `Kernel` compiles a sibling kernel for a
+    tensor of the same format whose facts differ (`strip_facts`)."""
+
+
+def strip_facts(key):
+    """`key` without its `Facts`: equal for two tensors of one format (T.format)."""
+    if isinstance(key, Facts):
+        return None
+    if isinstance(key, tuple):
+        return tuple(strip_facts(k) for k in key if not isinstance(k, Facts))
+    return key
+
+
 class Level:
     """Base class of runtime levels."""
 
@@ -68,7 +84,8 @@ class Level:
         return [lv for lv in self.levels() if not lv.is_leaf and not lv.tile]
 
     def format_key(self) -> tuple:
-        """Everything the generated code depends on: level kinds, dtypes, closedness, fills."""
+        """Everything the generated code depends on: level kinds, dtypes, closedness, fills, and
+        facts of the data the code is specialised for (wrapped in `Facts`)."""
         raise NotImplementedError
 
     def format_str(self) -> str:

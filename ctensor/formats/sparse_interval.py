@@ -27,7 +27,7 @@ from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence
 from .affine import see
-from .level import Level, as_array, check_no_nan, closed_eps
+from .level import Facts, Level, as_array, check_no_nan, closed_eps
 from .sparse_run_list import endpoints_ok
 
 
@@ -83,8 +83,8 @@ class SparseInterval(Level):
 
     def format_key(self):
         if self.coord == "int":
-            return ("SparseInterval", "int", self.closed, self.tiled, self.child.format_key())
-        return ("SparseInterval", self.closed, self.finite, self.unbounded, self.child.format_key())
+            return ("SparseInterval", "int", self.closed, Facts((self.tiled,)), self.child.format_key())
+        return ("SparseInterval", self.closed, Facts((self.finite, self.unbounded)), self.child.format_key())
 
     def format_str(self):
         return f"SparseInterval({self.child.format_str()}, closed={self.closed!r})"

@@ -16,7 +16,7 @@ from ..codegen import compile_function
 from ..errors import FormatError, InvalidProgramError
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
-from ..formats.level import Level
+from ..formats.level import Level, strip_facts
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
 from ..formats.tensor import Tensor
@@ -89,7 +89,11 @@ def check_output_format(fmt: Level, plan):
 
 
 class Kernel:
-    """A compiled einsum.  Build with `ct.compile`; call with tensors of the same formats.
+    """A compiled einsum.  Build with `ct.compile`; call with tensors of the same formats (T.format).
+    The code is also specialised for facts of the data (`formats.level.Facts`, e.g. every interval
+    start finite); a call whose tensors differ only in those runs a sibling kernel, compiled at its
+    first use and kept by this one.  `pack` (a block for this kernel's own entry point) accepts
+    only the facts compiled for (`accepts`) and raises TypeError otherwise.
 
     Attributes: `ir` (printed ctensor IR), `llvm_ir` (optimised LLVM IR), `address` (of the native
     function taking one pointer to an int64 argument block), `compile_seconds`, `plan`,
@@ -105,6 +109,11 @@ class Kernel:
         self.text, self.es = text, es
         self.plan = plan = make_plan(es, tensors, scalars, semiring, order, assume_valid=assume_valid)
         self.formats = {k: t.level.format_key() for k, t in tensors.items()}
+        # for a sibling kernel: tensors of these formats whose data facts differ (`_sibling`)
+        self._options = dict(semiring=semiring, order=order, out=out, assume_valid=assume_valid,
+                             prove_guards=prove_guards)
+        self._siblings = {}
+        self.format_strs = {k: t.level.format_str() for k, t in tensors.items()}
         self.scalar_kinds = {k: s[1] for k, s in scalars.items()}
         if out is not None and not isinstance(out, (Tensor, Level)):
             raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
@@ -212,15 +221,38 @@ class Kernel:
         return self.compiled.packed_address
 
     def accepts(self, tensors) -> bool:
-        """Were these tensors' formats the ones compiled for (so a call will not raise TypeError)?"""
+        """Were these tensors' formats and data facts the ones compiled for (so a call runs this
+        kernel, not a sibling, and does not raise TypeError)?"""
         return all(k in tensors and tensors[k].level.format_key() == key for k, key in self.formats.items())
+
+    def _sibling(self, kwargs, tensors):
+        """The kernel to run for tensors of this kernel's formats whose data facts differ from the
+        ones compiled for (`formats.level.Facts`: e.g. an interval starting at -inf where every
+        start was finite): compiled once per combination of facts, kept here.  None when every
+        format key matches or a format itself differs (`check` raises)."""
+        keys = {k: tensors[k].level.format_key() for k in self.formats if k in tensors}
+        if len(keys) < len(self.formats) or all(keys[k] == key for k, key in self.formats.items()):
+            return None
+        if any(strip_facts(keys[k]) != strip_facts(key) for k, key in self.formats.items()):
+            return None
+        sig = tuple(sorted(keys.items()))
+        k = self._siblings.get(sig)
+        if k is None:
+            k = self._siblings[sig] = Kernel(self.text, kwargs, **self._options)
+        return k
 
     def check(self, tensors, scalars):
         for k, key in self.formats.items():
             if k not in tensors:
                 raise TypeError(f"missing tensor argument {k!r}")
             if tensors[k].level.format_key() != key:
-                raise TypeError(f"{k}: kernel was compiled for {key}, got {tensors[k].level.format_key()}; "
+                got = tensors[k].level
+                if strip_facts(got.format_key()) == strip_facts(key):
+                    raise TypeError(f"{k}: the kernel's code is specialised for facts of the data ({key}) that "
+                                    f"this {got.format_str()} tensor does not have ({got.format_key()}); call the "
+                                    "kernel itself (it runs a sibling kernel) or pack a sibling from ct.compile")
+                raise TypeError(f"{k}: kernel was compiled for the format {self.format_strs[k]} "
+                                f"({key}), got {got.format_str()} ({got.format_key()}); "
                                 "compile a new kernel for this format")
             if tensors[k].is_empty_format:
                 raise FormatError(f"{k}: tensor holds no data")
@@ -287,6 +319,9 @@ class Kernel:
         return PackedCall(self, tensors, block, keep, cells, out_cell)
 
     def __call__(self, **kwargs):
+        sibling = self._sibling(kwargs, split_args(kwargs)[0])
+        if sibling is not None:
+            return sibling(**kwargs)
         call = self.pack(**kwargs)
         return call.finish(self.compiled.packed(call.address))
 

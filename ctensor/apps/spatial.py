@@ -313,8 +313,9 @@ def _grid_shape(n, span, cell_points):
     """Cells per axis: about n / cell_points cells, with the aspect ratio of the bounding box."""
     cells = max(1.0, n / max(float(cell_points), 1.0))
     w, h = max(float(span[0]), 1e-300), max(float(span[1]), 1e-300)
-    nx = math.sqrt(cells * w / h)
-    nx = int(min(max(round(nx), 1), cells))
+    ratio = w / h                        # inf for a long flat box (or an overflowed span), NaN if both are
+    nx = math.sqrt(cells * ratio) if ratio == ratio else math.sqrt(cells)
+    nx = int(min(max(round(min(nx, cells)), 1), cells))
     ny = int(max(round(cells / nx), 1))
     return (nx, ny)
 

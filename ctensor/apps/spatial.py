@@ -232,7 +232,9 @@ class PointIndex:
                 ox, oy, r = arg(0), arg(1), arg(2)
                 down = lambda e: ("nextdown", ("nextdown", e))                    # == `_disk_box_scalar`
                 up = lambda e: ("nextup", ("nextup", e))
-                x0, y0, x1, y1 = down(("sub", ox, r)), down(("sub", oy, r)), up(("add", ox, r)), up(("add", oy, r))
+                pad = ("mul", r, ("const", DISK_PAD))
+                x0, y0 = down(("sub", ("sub", ox, r), pad)), down(("sub", ("sub", oy, r), pad))
+                x1, y1 = up(("add", ("add", ox, r), pad)), up(("add", ("add", oy, r), pad))
                 checks = [("notnan", ox), ("notnan", oy), ("le", ("const", 0.0), r), ("finite", r)]
                 scalars = [(scalar_address(call, s), e) for s, e in (("ox", ox), ("oy", oy), ("r", r))]
             else:
@@ -327,20 +329,29 @@ def _box_tensor(lo, hi, batched=True) -> Tensor:
     return Tensor(Dense(x, len(lo)) if batched else x, name="boxes")
 
 
+# A point the distance test accepts (fl(sqrt(fl(dx*dx) + fl(dy*dy))) <= r, dx = fl(x - ox)) has
+# |x - ox| <= r * (1 + 3u) (u = 2**-53, the roundings of dx, dx*dx and sqrt), which can exceed
+# ox + r by many ulps of ox + r when |ox + r| << r (ox = -88.6, r = 91.9: x = 3.3).  So the box is
+# widened by r * 2**-50 = 8ur, then by two ulps for the roundings of the sums themselves.
+DISK_PAD = 2.0 ** -50
+
+
 def _disk_box(ox, oy, r):
-    """The bounding box of a disk, widened by two ulps on each side so that rounding in ox ± r
-    never cuts off a point the exact distance test accepts."""
+    """The bounding box of a disk, widened by DISK_PAD * r and two ulps on each side so that
+    rounding in ox ± r or in the distance never cuts off a point the distance test accepts."""
     lo = lambda v: np.nextafter(np.nextafter(v, -np.inf), -np.inf)
     hi = lambda v: np.nextafter(np.nextafter(v, np.inf), np.inf)
-    return lo(ox - r), lo(oy - r), hi(ox + r), hi(oy + r)
+    pad = r * DISK_PAD
+    return lo(ox - r - pad), lo(oy - r - pad), hi(ox + r + pad), hi(oy + r + pad)
 
 
 def _disk_box_scalar(ox, oy, r):
     """`_disk_box` for one disk, on Python floats (a numpy ufunc call on a scalar costs ~0.6 µs)."""
     up, down = math.inf, -math.inf
     nx = math.nextafter
-    return (nx(nx(ox - r, down), down), nx(nx(oy - r, down), down),
-            nx(nx(ox + r, up), up), nx(nx(oy + r, up), up))
+    pad = r * DISK_PAD
+    return (nx(nx(ox - r - pad, down), down), nx(nx(oy - r - pad, down), down),
+            nx(nx(ox + r + pad, up), up), nx(nx(oy + r + pad, up), up))
 
 
 def _replay(v, items):

@@ -65,6 +65,8 @@ def as_coords(points, name: str = "points") -> np.ndarray:
     """(n, 2) float64 coordinates of an (n, 2) array or a sequence/array of Shapely points.
     Raises FormatError (wrong shape, NaN or inf, naming the first bad entry) or TypeError."""
     arr = np.asarray(points) if not isinstance(points, np.ndarray) else points
+    if arr.ndim == 1 and arr.size == 0:      # an empty sequence (of Shapely points): no points
+        arr = np.zeros((0, 2))
     if arr.dtype == object:
         import shapely                       # only needed for geometry input
         geoms = arr.ravel()

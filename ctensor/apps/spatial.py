@@ -366,7 +366,7 @@ def _pair(v, name):
     try:
         a, b = v
         a, b = float(a), float(b)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise FormatError(f"{name}: expected two coordinates (x, y), got {v!r}") from None
     if a != a or b != b:
         raise FormatError(f"{name} = {v!r} has a NaN coordinate")
@@ -376,7 +376,7 @@ def _pair(v, name):
 def _radius(r):
     try:
         r = float(r)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise FormatError(f"r: expected a number, got {r!r}") from None
     if not (0 <= r < math.inf):
         raise FormatError(f"r = {r!r} is not a finite radius >= 0")

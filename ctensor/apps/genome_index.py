@@ -144,6 +144,14 @@ class GenomeIndex:
                 raise ValueError("cell: a cell width is only for layout='grid'")
             if isinstance(cell, bool) or not isinstance(cell, (int, np.integer)) or not 1 <= cell <= GRID_MAX_CELL:
                 raise ValueError(f"cell: expected an integer width in [1, 2**41], got {cell!r}")
+        if ops is not None:
+            try:
+                ops = (ops,) if isinstance(ops, str) else tuple(ops)
+            except TypeError:
+                raise TypeError(f"ops: expected operation names (keys of PARTS), got {ops!r}") from None
+            bad = [op for op in ops if op not in PARTS]
+            if bad:
+                raise ValueError(f"ops: {bad[0]!r} is not an operation; expected some of {tuple(PARTS)}")
         t0 = time.perf_counter()
         df = read_intervals(data, name)
         self.frame = df

@@ -428,3 +428,15 @@ def test_largest_coordinates_by_hand():
     assert g.closest(d, top)["distance"].tolist() == [m - 1 - 10 + 1]
     assert g.merge(bed([("chr1", m - 1, m), ("chr1", 0, m)])).values.tolist() == [["chr1", 0, m]]
     assert g.count_overlaps(top, bed([("chr1", m - 1, m), ("chr2", m, m)]))["count"].tolist() == [1]
+
+
+def test_index_ops_argument_is_checked():
+    """g.index(data, ops=...) with a function name or a bare string raised KeyError('count_overlaps')
+    or KeyError('c') (a string iterated by character); now ValueError/TypeError naming `ops`, and a
+    single name is accepted (fixed: see the commit 'genomics.index: check ops')."""
+    d = bed([("chr1", 1, 5)])
+    assert sorted(g.index(d, ops="count")._parts) == ["E", "S"]
+    with pytest.raises(ValueError, match="ops: 'count_overlaps'"):
+        g.index(d, ops=("count_overlaps",))
+    with pytest.raises(TypeError, match="ops"):
+        g.index(d, ops=5)

@@ -381,6 +381,10 @@ class GenomeIndex:
         lvl = O.level.child
         qi, j = has[rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
         if ties != "all" and len(qi):
+            # first/last by the data's own start, as bedtools sorts it (j is in widened start order,
+            # where a zero-length [68, 68) starts at 67 with [67, 73)); equal starts in j's order
+            order = np.lexsort((j, self.frame["start"].to_numpy()[self._data_rows(j)], qi))
+            qi, j = qi[order], j[order]
             first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
             qi, j = qi[first], j[first]
         data, dist_out = self._data_rows(j), dist[qi].astype(np.int64)

@@ -433,10 +433,47 @@ def test_largest_coordinates_by_hand():
 def test_index_ops_argument_is_checked():
     """g.index(data, ops=...) with a function name or a bare string raised KeyError('count_overlaps')
     or KeyError('c') (a string iterated by character); now ValueError/TypeError naming `ops`, and a
-    single name is accepted (fixed: see the commit 'genomics.index: check ops')."""
+    single name is accepted (fixed: faaf7bb)."""
     d = bed([("chr1", 1, 5)])
     assert sorted(g.index(d, ops="count")._parts) == ["E", "S"]
     with pytest.raises(ValueError, match="ops: 'count_overlaps'"):
         g.index(d, ops=("count_overlaps",))
     with pytest.raises(TypeError, match="ops"):
         g.index(d, ops=5)
+
+
+def test_closest_ties_first_last_with_a_zero_length_tie():
+    """Query [8, 25) has two nearest intervals at distance 43: [67, 73) and the zero-length
+    [68, 68) (widened to [67, 69), so both start at 67 on the widened axis).  bedtools -t first
+    picks [67, 73) (start 67 < 68), -t last [68, 68); ctensor picked the reverse (fixed: eb51f89)."""
+    q = bed([("chr2", 8, 25)])
+    d = bed([("chr2", 68, 68), ("chr2", 67, 73), ("chr2", 150, 157)])
+    first = g.closest(q, d, ties="first", return_index=True)
+    last = g.closest(q, d, ties="last", return_index=True)
+    assert first[["index_", "distance"]].values.tolist() == [[1, 43]]
+    assert last[["index_", "distance"]].values.tolist() == [[0, 43]]
+    assert g.closest(q, d, return_index=True)["index_"].tolist() == [0, 1]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(qrows=st.lists(st.tuples(st.sampled_from(["chr1", "chr2"]), st.integers(0, 120), st.integers(0, 12)),
+                      min_size=1, max_size=12),
+       drows=st.lists(st.tuples(st.sampled_from(["chr1", "chr3"]), st.integers(1, 120), st.integers(0, 12)),
+                      min_size=1, max_size=12),
+       ties=st.sampled_from(["first", "last"]))
+def test_property_closest_ties_against_bedtools(qrows, drows, ties):
+    """closest -t first/last against bedtools; where the picks differ the two must share their start
+    (bedtools' unstable sort, documented)."""
+    from .genomics_oracle import bedtool, read_bt
+    q = bed([(c, s, s + n) for c, s, n in qrows])
+    d = bed([(c, s, s + n) for c, s, n in drows])
+    ours = g.closest(q, d, ties=ties, return_index=True)
+    res = bedtool(q, "qid").sort().closest(bedtool(d, "did").sort(), d=True, t=ties)
+    exp = read_bt(res, ["chrom", "start", "end", "qid", "chrom_", "start_", "end_", "did", "distance"], {"did": str})
+    exp = exp.sort_values("qid", kind="stable")
+    got = ours[["index", "index_", "distance"]].fillna(-1).astype(np.int64).values
+    want = exp[["qid", "did", "distance"]].replace(".", "-1").astype(np.int64).values
+    assert got.shape == want.shape
+    assert (got[:, [0, 2]] == want[:, [0, 2]]).all()
+    for (_, a, _), (_, b, _) in zip(got, want):
+        assert a == b or d["start"].iloc[a] == d["start"].iloc[b], (a, b)

@@ -144,6 +144,14 @@ class GenomeIndex:
                 raise ValueError("cell: a cell width is only for layout='grid'")
             if isinstance(cell, bool) or not isinstance(cell, (int, np.integer)) or not 1 <= cell <= GRID_MAX_CELL:
                 raise ValueError(f"cell: expected an integer width in [1, 2**41], got {cell!r}")
+        if ops is not None:
+            try:
+                ops = (ops,) if isinstance(ops, str) else tuple(ops)
+            except TypeError:
+                raise TypeError(f"ops: expected operation names (keys of PARTS), got {ops!r}") from None
+            bad = [op for op in ops if op not in PARTS]
+            if bad:
+                raise ValueError(f"ops: {bad[0]!r} is not an operation; expected some of {tuple(PARTS)}")
         t0 = time.perf_counter()
         df = read_intervals(data, name)
         self.frame = df
@@ -373,6 +381,10 @@ class GenomeIndex:
         lvl = O.level.child
         qi, j = has[rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
         if ties != "all" and len(qi):
+            # first/last by the data's own start, as bedtools sorts it (j is in widened start order,
+            # where a zero-length [68, 68) starts at 67 with [67, 73)); equal starts in j's order
+            order = np.lexsort((j, self.frame["start"].to_numpy()[self._data_rows(j)], qi))
+            qi, j = qi[order], j[order]
             first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
             qi, j = qi[first], j[first]
         data, dist_out = self._data_rows(j), dist[qi].astype(np.int64)

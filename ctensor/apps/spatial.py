@@ -205,7 +205,9 @@ class PointIndex:
                 ox, oy, r = arg(0), arg(1), arg(2)
                 down = lambda e: ("nextdown", ("nextdown", e))                    # == `_disk_box_scalar`
                 up = lambda e: ("nextup", ("nextup", e))
-                x0, y0, x1, y1 = down(("sub", ox, r)), down(("sub", oy, r)), up(("add", ox, r)), up(("add", oy, r))
+                pad = ("mul", r, ("const", DISK_PAD))
+                x0, y0 = down(("sub", ("sub", ox, r), pad)), down(("sub", ("sub", oy, r), pad))
+                x1, y1 = up(("add", ("add", ox, r), pad)), up(("add", ("add", oy, r), pad))
                 checks = [("notnan", ox), ("notnan", oy), ("le", ("const", 0.0), r), ("finite", r)]
                 scalars = [(scalar_address(call, s), e) for s, e in (("ox", ox), ("oy", oy), ("r", r))]
             else:
@@ -286,8 +288,9 @@ def _grid_shape(n, span, cell_points):
     """Cells per axis: about n / cell_points cells, with the aspect ratio of the bounding box."""
     cells = max(1.0, n / max(float(cell_points), 1.0))
     w, h = max(float(span[0]), 1e-300), max(float(span[1]), 1e-300)
-    nx = math.sqrt(cells * w / h)
-    nx = int(min(max(round(nx), 1), cells))
+    ratio = w / h                        # inf for a long flat box (or an overflowed span), NaN if both are
+    nx = math.sqrt(cells * ratio) if ratio == ratio else math.sqrt(cells)
+    nx = int(min(max(round(min(nx, cells)), 1), cells))
     ny = int(max(round(cells / nx), 1))
     return (nx, ny)
 
@@ -299,20 +302,29 @@ def _box_tensor(lo, hi, batched=True) -> Tensor:
     return Tensor(Dense(x, len(lo)) if batched else x, name="boxes")
 
 
+# A point the distance test accepts (fl(sqrt(fl(dx*dx) + fl(dy*dy))) <= r, dx = fl(x - ox)) has
+# |x - ox| <= r * (1 + 3u) (u = 2**-53, the roundings of dx, dx*dx and sqrt), which can exceed
+# ox + r by many ulps of ox + r when |ox + r| << r (ox = -88.6, r = 91.9: x = 3.3).  So the box is
+# widened by r * 2**-50 = 8ur, then by two ulps for the roundings of the sums themselves.
+DISK_PAD = 2.0 ** -50
+
+
 def _disk_box(ox, oy, r):
-    """The bounding box of a disk, widened by two ulps on each side so that rounding in ox ± r
-    never cuts off a point the exact distance test accepts."""
+    """The bounding box of a disk, widened by DISK_PAD * r and two ulps on each side so that
+    rounding in ox ± r or in the distance never cuts off a point the distance test accepts."""
     lo = lambda v: np.nextafter(np.nextafter(v, -np.inf), -np.inf)
     hi = lambda v: np.nextafter(np.nextafter(v, np.inf), np.inf)
-    return lo(ox - r), lo(oy - r), hi(ox + r), hi(oy + r)
+    pad = r * DISK_PAD
+    return lo(ox - r - pad), lo(oy - r - pad), hi(ox + r + pad), hi(oy + r + pad)
 
 
 def _disk_box_scalar(ox, oy, r):
     """`_disk_box` for one disk, on Python floats (a numpy ufunc call on a scalar costs ~0.6 µs)."""
     up, down = math.inf, -math.inf
     nx = math.nextafter
-    return (nx(nx(ox - r, down), down), nx(nx(oy - r, down), down),
-            nx(nx(ox + r, up), up), nx(nx(oy + r, up), up))
+    pad = r * DISK_PAD
+    return (nx(nx(ox - r - pad, down), down), nx(nx(oy - r - pad, down), down),
+            nx(nx(ox + r + pad, up), up), nx(nx(oy + r + pad, up), up))
 
 
 def index(points, cell_points: int = CELL_POINTS) -> PointIndex:

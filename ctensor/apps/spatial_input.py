@@ -13,6 +13,8 @@ def as_coords(points, name: str = "points") -> np.ndarray:
     """(n, 2) float64 coordinates of an (n, 2) array or a sequence/array of Shapely points.
     Raises FormatError (wrong shape, NaN or inf, naming the first bad entry) or TypeError."""
     arr = np.asarray(points) if not isinstance(points, np.ndarray) else points
+    if arr.ndim == 1 and arr.size == 0:      # an empty sequence (of Shapely points): no points
+        arr = np.zeros((0, 2))
     if arr.dtype == object:
         import shapely                       # only needed for geometry input
         geoms = arr.ravel()
@@ -47,7 +49,7 @@ def pair_arg(v, name):
     try:
         a, b = v
         a, b = float(a), float(b)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise FormatError(f"{name}: expected two coordinates (x, y), got {v!r}") from None
     if a != a or b != b:
         raise FormatError(f"{name} = {v!r} has a NaN coordinate")
@@ -57,7 +59,7 @@ def pair_arg(v, name):
 def radius_arg(r):
     try:
         r = float(r)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise FormatError(f"r: expected a number, got {r!r}") from None
     if not (0 <= r < math.inf):
         raise FormatError(f"r = {r!r} is not a finite radius >= 0")

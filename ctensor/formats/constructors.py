@@ -229,7 +229,7 @@ def grid_cells(c: np.ndarray, edges: list) -> np.ndarray:
         n, v = len(e) - 1, c[:, k]
         with np.errstate(over="ignore", divide="ignore"):
             scale = n / (e[-1] - e[0])
-        if np.isfinite(scale):
+        if n > 1 and np.isfinite(scale):     # one cell: its span may overflow, (v - e[0]) * 0 be NaN
             ck = np.clip((v - e[0]) * scale, 0, n - 1).astype(np.int64)   # clip before the cast
         else:
             ck = np.zeros(len(v), np.int64)

@@ -125,7 +125,6 @@ def check_1d(text, semiring=None, **args):
 
 
 # ------------------------------------------------------------------ random programs vs the oracle
-@pytest.mark.xfail(strict=False, reason="BUG F1: & | on numbers, ordered comparison / min / max of booleans (ops.py, program.py)")
 @share(2)
 @given(tensors1d(fills=(0.0, 1.0, -1.0, 0.5)), tensors1d(fills=(0.0, 2.0)), EXPRS,
        st.sampled_from([("lebesgue", "+"), ("lebesgue", None), ("lebesgue", "max"), ("lebesgue", "min"),
@@ -138,7 +137,6 @@ def test_random_expression_scalar(A, B, e, ms, c):
     check_scalar(f"s[] = ({e}) * d(x; {m})", semiring=semiring, **_args(e, A, B, c))
 
 
-@pytest.mark.xfail(strict=False, reason="BUG F1: & | on numbers, ordered comparison / min / max of booleans (ops.py, program.py)")
 @share(7)
 @given(tensors1d(fills=(0.0, 1.0, -1.0), allow_inf=False), tensors1d(fills=(0.0, 2.0), allow_inf=False), EXPRS,
        st.sampled_from([None, "+", "min", "max"]), st.sampled_from([2.0, -1.0, 3]))
@@ -207,7 +205,6 @@ LOGIC_CASES = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG F1: & | on numbers, ordered comparison / min / max of booleans (ops.py, program.py)")
 @pytest.mark.parametrize("text, args", LOGIC_CASES, ids=[c[0] for c in LOGIC_CASES])
 def test_logical_operators_on_numbers(text, args):
     """`&`/`|` of a non-bool operand were bitwise on int64 casts (1 & 2 == 0, 0.5 -> 0) or an
@@ -232,7 +229,6 @@ BOOL_CASES = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG F1: & | on numbers, ordered comparison / min / max of booleans (ops.py, program.py)")
 @pytest.mark.parametrize("text", BOOL_CASES)
 def test_order_and_min_max_of_booleans(text):
     """Ordered comparisons of two booleans (`le is not defined on i1`) and min/max of booleans

@@ -123,6 +123,8 @@ def _call(ctx, node, k):
         return to_ir(ctx, args[0], k)
     if op in COMPARE:
         ak = max((kind(a) for a in args), key=RANK.get)
+        if ak == "bool" and op not in ("eq", "ne"):
+            ak = "int"             # i1 has no order: compare truth values as 0/1
         x, y = (to_ir(ctx, a, ak) for a in args)
         return b.cmp(op, x, y)
     if op == "not":
@@ -151,6 +153,8 @@ def _call(ctx, node, k):
     if op == "*" and k == "bool":
         return b.land(to_ir(ctx, args[0], "bool"), to_ir(ctx, args[1], "bool"))
     name = {"+": "add", "-": "sub", "*": "mul", "/": "div", "min": "min", "max": "max"}[op]
+    if k == "bool" and name in ("min", "max"):
+        name = "and" if name == "min" else "or"      # min/max of truth values
     xs = [to_ir(ctx, a, k) for a in args]
     out = xs[0]
     for x in xs[1:]:

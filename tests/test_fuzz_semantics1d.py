@@ -243,7 +243,6 @@ def test_order_and_min_max_of_booleans(text):
 
 
 # ------------------------------------------------------------- measure-zero pieces (fixed)
-@pytest.mark.xfail(strict=True, reason="BUG F2: Lebesgue weight 0 times an inf/nan value (ops.py wmul)")
 def test_lebesgue_ignores_infinite_value_on_a_pinpoint():
     """A zero-length piece [a, a] has Lebesgue measure 0: its value adds nothing, even inf or NaN
     (the weighted sum computed 0 * inf = nan)."""

@@ -114,8 +114,9 @@ def _call(ctx, node, k):
         w = to_ir(ctx, args[0], "float")
         if kind(args[1]) == "bool":
             return b.select(to_ir(ctx, args[1]), w, b.f64(0.0))
+        # and a measure-zero run (a pinpoint [a, a]) adds nothing, even where its value is inf or nan
         x = ctx.let(to_ir(ctx, args[1], "float"), "val")
-        return b.select(b.eq(x, b.f64(0.0)), b.f64(0.0), b.mul(w, x))
+        return b.select(b.lor(b.eq(x, b.f64(0.0)), b.eq(w, b.f64(0.0))), b.f64(0.0), b.mul(w, x))
     if op == "ifelse":
         c, x, y = args
         return b.select(to_ir(ctx, c, "bool"), to_ir(ctx, x, k), to_ir(ctx, y, k))

@@ -161,7 +161,6 @@ MAPS = {
 }
 
 
-@pytest.mark.xfail(strict=False, reason="BUG F3: loop fission of a counting sum on a real index (kernel.py, nest.py)")
 @share(8)
 @given(st.sampled_from(sorted(MAPS)), st.data())
 def test_extreme_coordinates(name, data):
@@ -255,7 +254,6 @@ def test_lebesgue_ignores_infinite_value_on_a_pinpoint():
 
 
 # --------------------------------------------------------- counting sums of terms (fixed)
-@pytest.mark.xfail(strict=True, reason="BUG F3: loop fission of a counting sum on a real index (kernel.py, nest.py)")
 def test_counting_sum_of_integer_terms():
     """An integer counting sum was split into one loop per term (loop fission), but the counting
     measure on a real index is not additive over terms: A's value at the pinpoint 7, which only
@@ -269,7 +267,6 @@ def test_counting_sum_of_integer_terms():
     assert ct.einsum("s[] = (P[x] + Q[x]) * d(x; counting)", P=P, Q=Q) == 2
 
 
-@pytest.mark.xfail(strict=False, reason="BUG F3: loop fission of a counting sum on a real index (kernel.py, nest.py)")
 @share(6)
 @given(tensors1d(fills=(0, 1, 2)), tensors1d(fills=(0, 1)), tensors1d(fills=(0,)),
        st.sampled_from(["A[x] + B[x]", "A[x] - B[x]", "A[x] + B[x] - C[x]", "2 * A[x] - B[x]",

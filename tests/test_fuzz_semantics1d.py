@@ -312,7 +312,6 @@ def test_kernel_reused_on_other_sizes():
                 assert close(C[Limit(v, eps)], ref.at((v, eps)))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG F4: scalar kind not checked on kernel reuse (kernel.py pack)")
 def test_scalar_kind_on_kernel_reuse():
     """A kernel compiled for an int scalar read a float one's bits as an integer (3.7e19), and one
     compiled for a float scalar read an int's bits as a double (1.2e-322)."""

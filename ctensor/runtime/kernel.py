@@ -41,6 +41,9 @@ _NP = {"bool": np.bool_, "int": np.int64, "float": np.float64}
 _IR = {"bool": I8, "int": I64, "float": F64}
 
 
+_SCALAR_RANK = {"bool": 0, "int": 1, "float": 2}
+
+
 def split_args(kwargs):
     tensors, scalars = {}, {}
     for k, v in kwargs.items():
@@ -197,9 +200,13 @@ class Kernel:
                                 "compile a new kernel for this format")
             if tensors[k].is_empty_format:
                 raise FormatError(f"{k}: tensor holds no data")
-        for k in self.scalar_kinds:
+        for k, want in self.scalar_kinds.items():
             if k not in scalars:
                 raise TypeError(f"missing scalar argument {k!r}")
+            val, got = scalars[k]
+            if _SCALAR_RANK[got] > _SCALAR_RANK[want]:     # bool -> int -> float widen exactly
+                raise TypeError(f"scalar {k!r}: kernel was compiled for a scalar of kind {want!r}, got {val!r} ({got}); "
+                                "compile a new kernel for this kind")
         # integer modes addressed by one index must have one shape
         shapes = {}
         for acc in accesses(self.plan.rhs):
@@ -236,8 +243,8 @@ class Kernel:
                 else:
                     block[k] = int(v or 0)
             elif g[0] == "scalar":
-                val, kind = scalars[g[1]]
-                block[k] = np.float64(val).view(np.int64) if kind == "float" else int(val)
+                val = scalars[g[1]][0]
+                block[k] = np.float64(val).view(np.int64) if self.scalar_kinds[g[1]] == "float" else int(val)
             elif g[0] == "outshape":
                 name, depth = g[1]
                 block[k] = tensors[name].modes()[depth].shape

@@ -328,7 +328,6 @@ def test_scalar_kind_on_kernel_reuse():
     assert ct.einsum("s[] = A[x] * c * d(x; lebesgue)", A=A, c=1.5) == 12.0     # einsum recompiles
 
 
-@pytest.mark.xfail(strict=True, reason="BUG F5: Element.format_key compares fills with ==")
 def test_cache_tells_negative_zero_fill_from_zero():
     """The kernel cache keyed fills by ==, so a fill of -0.0 reused the kernel compiled for 0.0
     (whose folded 1/fill is +inf): the answer depended on the call order."""
@@ -339,7 +338,6 @@ def test_cache_tells_negative_zero_fill_from_zero():
         assert ct.einsum(text, X=X) == oracle(text, X=X).value
 
 
-@pytest.mark.xfail(strict=True, reason="BUG F5: Element.format_key compares fills with ==")
 def test_nan_fill_kernel_reuse():
     """A NaN fill made every tensor's format key unequal to itself: `k(A=A2)` raised 'kernel was
     compiled for X, got X' and every einsum call recompiled."""

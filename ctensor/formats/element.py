@@ -81,7 +81,8 @@ class Element(Level):
         return self._fill
 
     def format_key(self):
-        return ("Element", self.kind, self._fill)
+        # repr for floats: a -0.0 fill is not a 0.0 one (1/fill), and a NaN fill equals itself
+        return ("Element", self.kind, repr(self._fill) if self.kind == "float" else self._fill)
 
     def format_str(self):
         return f"Element({self._fill!r})"

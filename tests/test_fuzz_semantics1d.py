@@ -350,7 +350,6 @@ def test_nan_fill_kernel_reuse():
 
 
 # ------------------------------------------------------------------------ constructors (fixed)
-@pytest.mark.xfail(strict=True, reason="BUG F6: intervals(merge=True) on unsorted input")
 def test_merge_needs_sorted_input():
     """merge=True without sort=True silently dropped the intervals out of start order (the
     unsorted error even suggests `merge=True` to canonicalise)."""

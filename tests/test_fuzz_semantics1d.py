@@ -361,7 +361,6 @@ def test_merge_needs_sorted_input():
     assert [(float(a), float(b)) for a, b in zip(t.level.left, t.level.right)] == [(0.0, 1.5), (2.0, 3.0)]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG F7: Element converts values without checking exactness")
 def test_values_stored_exactly():
     """uint64 values past int64 wrapped to negative numbers, and an int Element truncated floats."""
     with pytest.raises(ct.FormatError, match=r"\[0\]"):

@@ -49,6 +49,24 @@ def ir_type(kind: str):
     return {"bool": I1, "int": I64, "float": F64}[kind]
 
 
+def _check_exact(src, val, kind):
+    """Raise FormatError unless converting `src` to `val` (the kind's dtype) kept every value: no
+    truncated float in an int or bool leaf, no uint64 past int64, no int past 2**53 in a float one."""
+    k = src.dtype.kind
+    lossy = (k == "f" and kind != "float") or (k in "iu" and kind == "bool") or \
+        (k == "u" and src.dtype.itemsize == 8 and kind == "int") or \
+        (k in "iu" and src.dtype.itemsize == 8 and kind == "float")
+    if not lossy or src.shape != val.shape:
+        return
+    with np.errstate(invalid="ignore"):
+        lim = 2.0 ** (64 if k == "u" else 63)         # past it the cast back is undefined
+        ok = (val.astype(src.dtype) == src) & (val < lim) & (val >= -2.0 ** 63) if kind == "float" else val == src
+    bad = np.flatnonzero(~np.asarray(ok))
+    if bad.size:
+        j = int(bad[0])
+        raise FormatError(f"val[{j}] = {src.flat[j].item()!r} cannot be stored exactly as {kind} values")
+
+
 class Element(Level):
     """Leaf level holding one value per position.
 
@@ -71,6 +89,8 @@ class Element(Level):
         if self._fill != fill and not (self.kind == "float" and fill != fill):
             raise FormatError(f"fill {fill!r} cannot be stored exactly as {self.kind} values")
         self.val = None if val is None else np.ascontiguousarray(np.asarray(val, dtype=np_dtype))
+        if val is not None:
+            _check_exact(np.asarray(val), self.val, self.kind)
 
     @property
     def is_leaf(self):

@@ -90,6 +90,13 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
     if merge:
         if v is not None:
             raise FormatError("merge=True merges boolean intervals only (values must be None)")
+        # _merge needs the intervals sorted by start Limit (value, then ε)
+        bad = np.flatnonzero((s[1:] < s[:-1]) | ((s[1:] == s[:-1]) & (le[1:] < le[:-1])))
+        if bad.size:
+            k = int(bad[0]) + 1
+            raise FormatError(f"start[{k}] = {s[k].item()!r}: interval {k} starts before the previous one "
+                              f"(start[{k - 1}] = {s[k - 1].item()!r}); merge=True needs intervals sorted by "
+                              "start: pass sort=True as well")
         s, e, le, re = _merge(s, e, le, re)
         n = len(s)
     if n > 1:

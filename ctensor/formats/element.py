@@ -51,20 +51,34 @@ def ir_type(kind: str):
 
 def _exact_values(val, np_dtype, kind: str, fill) -> np.ndarray:
     """`val` converted to the leaf's dtype; FormatError naming the first value the conversion would
-    change (1.5 or NaN into int values, 2 or 0.5 into bool values) instead of truncating it."""
+    change (1.5 or NaN into int values, 2 or 0.5 into bool values, uint64 past int64, ints past
+    2**53 into float values) instead of truncating it, or values that are not numbers."""
     raw = np.asarray(val)
     try:
         conv = np.asarray(raw, dtype=np_dtype)
     except (ValueError, TypeError):
         raise FormatError(f"val: expected bool, integer or float values, got dtype {raw.dtype}") from None
-    if raw.dtype.kind in "biuf" and raw.dtype.kind != conv.dtype.kind and raw.size:
-        with np.errstate(invalid="ignore"):
-            bad = np.flatnonzero(np.ravel(conv != raw))
-        if bad.size:
-            k = int(bad[0])
-            raise FormatError(f"val[{k}] = {np.ravel(raw)[k].item()!r} cannot be stored exactly as {kind} values "
-                              f"(the fill {fill!r} makes the values {kind}; pass dtype= or a fill of the values' type)")
+    _check_exact(raw, conv, kind, fill)
     return conv
+
+
+def _check_exact(src, val, kind, fill):
+    """Raise FormatError unless converting `src` to `val` (the kind's dtype) kept every value: no
+    truncated float in an int or bool leaf, no uint64 past int64, no int past 2**53 in a float one."""
+    k = src.dtype.kind
+    lossy = (k == "f" and kind != "float") or (k in "iu" and kind == "bool") or \
+        (k == "u" and src.dtype.itemsize == 8 and kind == "int") or \
+        (k in "iu" and src.dtype.itemsize == 8 and kind == "float")
+    if not lossy or src.shape != val.shape:
+        return
+    with np.errstate(invalid="ignore"):
+        lim = 2.0 ** (64 if k == "u" else 63)         # past it the cast back is undefined
+        ok = (val.astype(src.dtype) == src) & (val < lim) & (val >= -2.0 ** 63) if kind == "float" else val == src
+    bad = np.flatnonzero(~np.asarray(ok))
+    if bad.size:
+        j = int(bad[0])
+        raise FormatError(f"val[{j}] = {src.flat[j].item()!r} cannot be stored exactly as {kind} values "
+                          f"(the fill {fill!r} makes the values {kind}; pass a fill of the values' type)")
 
 
 class Element(Level):
@@ -99,7 +113,8 @@ class Element(Level):
         return self._fill
 
     def format_key(self):
-        return ("Element", self.kind, self._fill)
+        # repr for floats: a -0.0 fill is not a 0.0 one (1/fill), and a NaN fill equals itself
+        return ("Element", self.kind, repr(self._fill) if self.kind == "float" else self._fill)
 
     def format_str(self):
         return f"Element({self._fill!r})"

@@ -96,6 +96,18 @@ def value_kind(e, tensors, scalars, kinds=None) -> str:
     return max(ks, key=RANK.get)
 
 
+def _logical(e, tensors, scalars, kinds):
+    """`& | ^` (and `and`/`or`) are logical, as the paper's `&&`: a non-bool operand stands for
+    its truth value (`x != 0`), so they never act bitwise on integers or truncate floats."""
+    if not isinstance(e, ECall):
+        return e
+    args = tuple(_logical(a, tensors, scalars, kinds) for a in e.args)
+    if e.op in ("and", "or", "xor"):
+        args = tuple(a if value_kind(a, tensors, scalars, kinds) == "bool" else ECall("ne", (a, ELit(0)))
+                     for a in args)
+    return ECall(e.op, args)
+
+
 @dataclass
 class FrontEnd:
     """A program with its names bound: what validity needs (and what lowering builds on)."""
@@ -277,6 +289,7 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     (`ValidityUnknown` when z3 cannot decide validity and assume_valid is False)."""
     from ..analysis.validity import check_program   # analysis builds on lang: import at use
     fe = front_end(es, tensors, scalars, semiring)
+    fe.rhs = _logical(fe.rhs, tensors, scalars, fe.kinds)
     verdict = check_program(fe.rhs, tensors, fe.kinds, fe.measures, fe.op, es.text, assume_valid=assume_valid)
     rhs, kinds, source, measures, op = fe.rhs, fe.kinds, fe.source, fe.measures, fe.op
     _check_lowerable(rhs, kinds, es.text, tensors, scalars)

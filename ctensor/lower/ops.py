@@ -114,8 +114,9 @@ def _call(ctx, node, k):
         w = to_ir(ctx, args[0], "float")
         if kind(args[1]) == "bool":
             return b.select(to_ir(ctx, args[1]), w, b.f64(0.0))
+        # and a measure-zero run (a pinpoint [a, a]) adds nothing, even where its value is inf or nan
         x = ctx.let(to_ir(ctx, args[1], "float"), "val")
-        return b.select(b.eq(x, b.f64(0.0)), b.f64(0.0), b.mul(w, x))
+        return b.select(b.lor(b.eq(x, b.f64(0.0)), b.eq(w, b.f64(0.0))), b.f64(0.0), b.mul(w, x))
     if op == "ifelse":
         c, x, y = args
         return b.select(to_ir(ctx, c, "bool"), to_ir(ctx, x, k), to_ir(ctx, y, k))
@@ -123,6 +124,8 @@ def _call(ctx, node, k):
         return to_ir(ctx, args[0], k)
     if op in COMPARE:
         ak = max((kind(a) for a in args), key=RANK.get)
+        if ak == "bool" and op not in ("eq", "ne"):
+            ak = "int"             # i1 has no order: compare truth values as 0/1
         x, y = (to_ir(ctx, a, ak) for a in args)
         return b.cmp(op, x, y)
     if op == "not":
@@ -151,6 +154,8 @@ def _call(ctx, node, k):
     if op == "*" and k == "bool":
         return b.land(to_ir(ctx, args[0], "bool"), to_ir(ctx, args[1], "bool"))
     name = {"+": "add", "-": "sub", "*": "mul", "/": "div", "min": "min", "max": "max"}[op]
+    if k == "bool" and name in ("min", "max"):
+        name = "and" if name == "min" else "or"      # min/max of truth values
     xs = [to_ir(ctx, a, k) for a in args]
     out = xs[0]
     for x in xs[1:]:

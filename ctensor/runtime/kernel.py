@@ -178,7 +178,8 @@ class Kernel:
         if tiling is not None:
             extents, order = tile_extents(tiling, extents), tiling.order
         fission = (self.out_fmt is None or all(isinstance(lv, Dense) for lv in self.out_fmt.levels()[:-1])) \
-            and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values())
+            and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
+            and _counting_additive(plan, tensors)
         lower(ctx, loop_nest(order, extents, es.out_idxs, lhs, plan.op, rhs, plan.measures, fission))
         if self.out_fmt is None:
             val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
@@ -353,6 +354,42 @@ class Kernel:
                                                 arrs["left_eps"], arrs["right_eps"]))
             raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
         return build(self.out_fmt, 0, 1)
+
+
+def _counting_additive(plan, tensors) -> bool:
+    """May a sum be split into one loop nest per term (`lower.nest`)?  The counting measure on a
+    real index weighs the pinpoints of the partition the *whole* expression cuts, so it is
+    additive over terms only where every term is zero off its own pinpoints: each real counting
+    index must be read, in every term, by a factor whose level there stores pinpoints (and whose
+    fill is zero).  Else `(A[x] + B[x]) * d(x; counting)` with A = [6, 7] and B = {7} would drop
+    A's value at the pinpoint 7 that only B cuts."""
+    real = {i for i, m in plan.measures.items() if plan.kinds[i] == "real"}
+    if not real:
+        return True
+
+    def terms(e):
+        if isinstance(e, ECall) and e.op in ("+", "-") and len(e.args) == 2:
+            return terms(e.args[0]) + terms(e.args[1])
+        return [e]
+
+    def factors(e):
+        if isinstance(e, ECall) and e.op == "*":
+            return [f for a in e.args for f in factors(a)]
+        if isinstance(e, ECall) and e.op == "neg" and len(e.args) == 1:
+            return factors(e.args[0])
+        return [e]
+
+    for t in terms(plan.rhs):
+        pinned = set()
+        for f in factors(t):
+            if not isinstance(f, EAccess) or tensors[f.tensor].fill not in (0, False):
+                continue
+            for d, lvl in zip(f.dims, tensors[f.tensor].modes()):
+                if len(d.terms) == 1 and getattr(lvl, "pinpoints", False):
+                    pinned.add(d.terms[0][1])
+        if not real <= pinned:
+            return False
+    return True
 
 
 def homogenize(lvl: SparseRunList) -> SparseRunList:

@@ -24,20 +24,20 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.printer import format_function
 from ..ir.types import F64, I8, I64, PtrType
-from ..formats.affine import DimMap, VAffine
-from ..lang.parser import EAccess, ECall, EIndex, ELit, EScalar, parse
+from ..lang.parser import parse
 from ..lang.affine import form
 from ..lang.program import accesses, make_plan, scalar_names
-from ..looplets.nodes import Fiber, Hollow
+from ..looplets.nodes import Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower
 from ..lower.nest import loop_nest
-from ..lower.tile import plan_tiles, tile_access_idxs, tile_extents
-from ..lower.notation import Access, Call, Idx, Lit, ScalarOut, Val
+from ..lower.tile import plan_tiles, tile_extents
+from ..lower.notation import Access, ScalarOut, Val
+from ..lower.program_notation import counting_additive, notation, root_cover
 from .buffers import adopt_array
+from .output_format import NP_DTYPE, check_output_format, default_output
 from .packed import PackedCall
 
-_NP = {"bool": np.bool_, "int": np.int64, "float": np.float64}
 _IR = {"bool": I8, "int": I64, "float": F64}
 
 
@@ -55,37 +55,6 @@ def split_args(kwargs):
         else:
             raise TypeError(f"argument {k!r} must be a ct.Tensor or a number, got {type(v).__name__}")
     return tensors, scalars
-
-
-def default_output(plan) -> Level:
-    leaf = Element(plan.fill, dtype=_NP[plan.out_kind])
-    lvl = leaf
-    for i in reversed(plan.einsum.out_idxs):
-        lvl = Dense(lvl) if plan.kinds[i] == "int" else SparseRunList(lvl, closed=None)
-    return lvl
-
-
-# (value kind computed by the program, leaf kind of out=) pairs stored exactly besides equal kinds
-_WIDER_LEAF = {("int", "float"), ("bool", "int")}
-
-
-def check_output_format(fmt: Level, plan):
-    """An out= format must give each output index a level of its kind (integer or real) and a leaf
-    that holds the program's values exactly; raises InvalidProgramError naming the level."""
-    es = plan.einsum
-    for d, (lvl, i) in enumerate(zip(fmt.modes(), es.out_idxs)):
-        kind = plan.kinds[i]
-        if lvl.coord != kind:
-            hint = " (a SparseList of integer ids needs shape= or real=False)" \
-                if isinstance(lvl, SparseList) and kind == "int" else ""
-            raise InvalidProgramError(f"out= level {d} ({type(lvl).__name__}) has {lvl.coord} coordinates but "
-                                      f"{es.out}'s index {i!r} is {'an integer' if kind == 'int' else 'a real'} "
-                                      f"index{hint}")
-    leaf = fmt.levels()[-1]
-    if isinstance(leaf, Element) and leaf.kind != plan.out_kind and (plan.out_kind, leaf.kind) not in _WIDER_LEAF:
-        raise InvalidProgramError(f"out= leaf {leaf.format_str()} holds {leaf.kind} values but {es.out} = ... computes "
-                                  f"{plan.out_kind} values (reduction {plan.op!r}); use "
-                                  f"Element({plan.fill!r})")
 
 
 class Kernel:
@@ -172,14 +141,14 @@ class Kernel:
             vout.declare(ctx, b.i64(1))
             lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
         tiling = plan_tiles(es, plan, tensors)
-        rhs = _notation(plan.rhs, roots, svals, plan.kinds, tiling, _root_cover(plan, vlevels, tiling))
+        rhs = notation(plan.rhs, roots, svals, plan.kinds, tiling, root_cover(plan, vlevels, tiling))
         extents = {i: vlevels[plan.source[i]].extent() for i in plan.order}
         order = plan.order
         if tiling is not None:
             extents, order = tile_extents(tiling, extents), tiling.order
         fission = (self.out_fmt is None or all(isinstance(lv, Dense) for lv in self.out_fmt.levels()[:-1])) \
             and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
-            and _counting_additive(plan, tensors)
+            and counting_additive(plan, tensors)
         lower(ctx, loop_nest(order, extents, es.out_idxs, lhs, plan.op, rhs, plan.measures, fission))
         if self.out_fmt is None:
             val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
@@ -315,7 +284,7 @@ class Kernel:
                 cell = cells[(g[1], g[2])] = np.zeros(2, np.int64)
                 block[k] = cell.ctypes.data
             elif g[0] == "out":
-                out_cell = np.zeros(1, _NP[self.plan.out_kind])
+                out_cell = np.zeros(1, NP_DTYPE[self.plan.out_kind])
                 block[k] = out_cell.ctypes.data
         return PackedCall(self, tensors, block, keep, cells, out_cell)
 
@@ -336,7 +305,7 @@ class Kernel:
             if isinstance(lvl, Pattern):
                 return Pattern()
             if isinstance(lvl, Element):
-                return Element(lvl.fill, val=adopt_array(cell("val"), npos, _NP[lvl.kind]), dtype=_NP[lvl.kind])
+                return Element(lvl.fill, val=adopt_array(cell("val"), npos, NP_DTYPE[lvl.kind]), dtype=NP_DTYPE[lvl.kind])
             if isinstance(lvl, Dense):
                 n = shape_of(depth)
                 return Dense(build(lvl.child, depth + 1, npos * n), n)
@@ -356,42 +325,6 @@ class Kernel:
         return build(self.out_fmt, 0, 1)
 
 
-def _counting_additive(plan, tensors) -> bool:
-    """May a sum be split into one loop nest per term (`lower.nest`)?  The counting measure on a
-    real index weighs the pinpoints of the partition the *whole* expression cuts, so it is
-    additive over terms only where every term is zero off its own pinpoints: each real counting
-    index must be read, in every term, by a factor whose level there stores pinpoints (and whose
-    fill is zero).  Else `(A[x] + B[x]) * d(x; counting)` with A = [6, 7] and B = {7} would drop
-    A's value at the pinpoint 7 that only B cuts."""
-    real = {i for i, m in plan.measures.items() if plan.kinds[i] == "real"}
-    if not real:
-        return True
-
-    def terms(e):
-        if isinstance(e, ECall) and e.op in ("+", "-") and len(e.args) == 2:
-            return terms(e.args[0]) + terms(e.args[1])
-        return [e]
-
-    def factors(e):
-        if isinstance(e, ECall) and e.op == "*":
-            return [f for a in e.args for f in factors(a)]
-        if isinstance(e, ECall) and e.op == "neg" and len(e.args) == 1:
-            return factors(e.args[0])
-        return [e]
-
-    for t in terms(plan.rhs):
-        pinned = set()
-        for f in factors(t):
-            if not isinstance(f, EAccess) or tensors[f.tensor].fill not in (0, False):
-                continue
-            for d, lvl in zip(f.dims, tensors[f.tensor].modes()):
-                if len(d.terms) == 1 and getattr(lvl, "pinpoints", False):
-                    pinned.add(d.terms[0][1])
-        if not real <= pinned:
-            return False
-    return True
-
-
 def homogenize(lvl: SparseRunList) -> SparseRunList:
     """Store a heterogeneous run list as homogeneous when every endpoint has the same closedness."""
     from ..formats.level import CLOSED
@@ -405,65 +338,3 @@ def homogenize(lvl: SparseRunList) -> SparseRunList:
     return lvl
 
 
-def _dim_map(dim, x, permissive, svals, kinds) -> DimMap:
-    """The DimMap of one access dimension lowered at index x: coefficient of x, and the constant
-    plus the other indices' terms (`formats.affine`)."""
-    coef, const = None, None
-    for c, i in dim.terms:
-        if i == x:
-            coef = _notation(c, None, svals, kinds)
-        else:
-            t = Call("*", (_notation(c, None, svals, kinds), Idx(i, "int" if kinds[i] == "int" else "float")))
-            const = t if const is None else Call("+", (const, t))
-    if dim.const is not None:
-        c = _notation(dim.const, None, svals, kinds)
-        const = c if const is None else Call("+", (const, c))
-    return DimMap(coef, const, kinds[x], bool(permissive))
-
-
-def _root_cover(plan, vlevels, tiling):
-    """cover(tensor, idxs, maps) -> the indices whose root loop extent holds every coordinate the
-    access stores along them (`Access.covered`): a real axis (the loop runs over the whole line,
-    stored coordinates are finite) or the integer axis this very level sizes (plan.source), read
-    plainly (no affine map), once, and not binned by a grid (its extent is a tile piece)."""
-    binned = set() if tiling is None else set(tiling.binned)
-
-    def cover(tensor, idxs, maps):
-        out = set()
-        for d, i in enumerate(idxs):
-            lv = vlevels.get((tensor, d))
-            if lv is None or d in maps or i in binned or idxs.count(i) != 1:
-                continue
-            if getattr(lv, "coord", None) == "real" or plan.source.get(i) == (tensor, d):
-                out.add(i)
-        return frozenset(out)
-    return cover
-
-
-def _notation(e, roots, svals, kinds, tiling=None, cover=None):
-    if isinstance(e, ELit):
-        return Lit(e.value)
-    if isinstance(e, EScalar):
-        return svals[e.name]
-    if isinstance(e, EIndex):
-        return Idx(e.name, "int" if kinds[e.name] == "int" else "float")
-    if isinstance(e, EAccess):
-        root = roots[e.tensor]
-        maps = {}
-        for depth, (x, dim, perm) in enumerate(zip(e.idxs, e.dims, e.permissive or (False,) * len(e.dims))):
-            m = _dim_map(dim, x, perm, svals, kinds)
-            if not m.identity:
-                maps[depth] = m
-        idxs = e.idxs
-        covered = frozenset() if cover is None else cover(e.tensor, idxs, maps)
-        if tiling is not None:
-            idxs = tile_access_idxs(tiling, e.tensor, idxs)
-            k = tiling.depth.get(e.tensor, 0)
-            # a grid level sits in the frame of the mode it bins: the same map applies to both
-            maps = {(d + k): m for d, m in maps.items()} | {d: m for d, m in maps.items() if d < k}
-        if maps:
-            root = VAffine(root, maps)
-        return Access(Fiber(root, b.i64(0)), idxs, e.tensor, covered=covered)
-    if isinstance(e, ECall):
-        return Call(e.op, tuple(_notation(a, roots, svals, kinds, tiling, cover) for a in e.args))
-    raise InvalidProgramError(f"unsupported expression {e!r}")

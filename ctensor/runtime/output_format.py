@@ -1,0 +1,46 @@
+"""Output formats of a kernel: the default one, and the checks of a user's `out=`."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidProgramError
+from ..formats.dense import Dense
+from ..formats.element import Element
+from ..formats.level import Level
+from ..formats.sparse_list import SparseList
+from ..formats.sparse_run_list import SparseRunList
+
+
+NP_DTYPE = {"bool": np.bool_, "int": np.int64, "float": np.float64}
+
+
+def default_output(plan) -> Level:
+    """Dense for integer output modes, SparseRunList for real ones, over Element(identity of ⊕)."""
+    leaf = Element(plan.fill, dtype=NP_DTYPE[plan.out_kind])
+    lvl = leaf
+    for i in reversed(plan.einsum.out_idxs):
+        lvl = Dense(lvl) if plan.kinds[i] == "int" else SparseRunList(lvl, closed=None)
+    return lvl
+
+
+# (value kind computed by the program, leaf kind of out=) pairs stored exactly besides equal kinds
+_WIDER_LEAF = {("int", "float"), ("bool", "int")}
+
+
+def check_output_format(fmt: Level, plan):
+    """An out= format must give each output index a level of its kind (integer or real) and a leaf
+    that holds the program's values exactly; raises InvalidProgramError naming the level."""
+    es = plan.einsum
+    for d, (lvl, i) in enumerate(zip(fmt.modes(), es.out_idxs)):
+        kind = plan.kinds[i]
+        if lvl.coord != kind:
+            hint = " (a SparseList of integer ids needs shape= or real=False)" \
+                if isinstance(lvl, SparseList) and kind == "int" else ""
+            raise InvalidProgramError(f"out= level {d} ({type(lvl).__name__}) has {lvl.coord} coordinates but "
+                                      f"{es.out}'s index {i!r} is {'an integer' if kind == 'int' else 'a real'} "
+                                      f"index{hint}")
+    leaf = fmt.levels()[-1]
+    if isinstance(leaf, Element) and leaf.kind != plan.out_kind and (plan.out_kind, leaf.kind) not in _WIDER_LEAF:
+        raise InvalidProgramError(f"out= leaf {leaf.format_str()} holds {leaf.kind} values but {es.out} = ... computes "
+                                  f"{plan.out_kind} values (reduction {plan.op!r}); use "
+                                  f"Element({plan.fill!r})")

@@ -52,6 +52,11 @@ class TestIntervalsOrder:
             ct.intervals([0.0, 2.0, 2.5, 10.0, 10.5], [1.0, 3.0, 4.0, 11.0, 12.0])
         assert "start[4]" not in str(ei.value)
 
+    @pytest.mark.parametrize("closed", [None, 3])
+    def test_closed_neither_name_nor_sequence(self, closed):
+        with pytest.raises(TypeError, match=r"closed: expected one of .* got " + repr(closed)):
+            ct.intervals([0.0], [1.0], closed=closed)
+
     def test_closed_both_sharing_endpoint_overlap(self):
         # [0,1] and [1,2] share the point 1
         with pytest.raises(ct.FormatError, match=r"start\[1\].*overlaps"):

@@ -23,7 +23,11 @@ def _closed_arrays(closed, n):
     if isinstance(closed, str):
         le, re = closed_eps(closed)
         return None, np.full(n, le, np.int8), np.full(n, re, np.int8)
-    names = list(closed)
+    try:
+        names = list(closed)
+    except TypeError:
+        raise TypeError(f"closed: expected one of {sorted(CLOSED)} or a sequence of them (one per interval), "
+                        f"got {closed!r}") from None
     if len(names) != n:
         raise FormatError(f"closed: expected {n} closedness names, got {len(names)}")
     le = np.empty(n, np.int8)

@@ -1,12 +1,17 @@
 """The loop nest of an einsum, with loop fission of a sum under an additive reduction.
 
 `for i: for x, j: C[i] += A*S - B*E` becomes `for i: {for x, j: C[i] += A*S; for x, j: C[i] += -1*B*E}`
-when the reduction is + over integers with counting measures (it distributes over the terms
-exactly: no rounding, no infinities — a Lebesgue split could turn +inf + -inf pointwise-cancelled
-terms into NaN) and every output mode is random-access (Dense, or a scalar), so both nests may
-write the same output position.  Each term then lowers on
-its own: a term whose loop is a single counting stepper collapses to a position difference
-(`ctensor.looplets.count`) instead of being merged with the other term's tensors.
+when every output mode is random-access (Dense, or a scalar), so both nests may write the same
+output position, and the reduction is + with either
+- integers and counting measures: it distributes over the terms exactly (no rounding, no
+  infinities; `lower.program_notation.counting_additive` checks the pinpoints), or
+- floats and Lebesgue measures on the real indices: exact up to rounding while every term's
+  integral is finite.  Terms can cancel pointwise on an unbounded run (1 + -1 over (-inf, 0) is 0,
+  split it is inf - inf), so the caller (`runtime.kernel.Kernel`) recomputes a non-finite result
+  without fission.
+Each term then lowers on its own: a term whose loop is a single counting stepper collapses to a
+position difference (`ctensor.looplets.count`), and the code grows linearly in the terms instead
+of with every combination of their cursors' states.
 """
 from __future__ import annotations
 
@@ -24,8 +29,8 @@ def sum_terms(e) -> list:
 
 def loop_nest(order, extents, out_idxs, lhs, op, rhs, measures, fissionable: bool):
     """Loops over `order` (outermost first) around `lhs op= rhs`; integer loops are guarded by a
-    non-empty test of their extent.  extents: index -> Extent.  fissionable: the output is
-    random-access and integer and every measure is counting."""
+    non-empty test of their extent.  extents: index -> Extent.  fissionable: the sum may be split
+    (see the module docstring)."""
     def wrap(idxs, stmt):
         for i in reversed(idxs):
             ext = extents[i]

@@ -7,6 +7,7 @@ point, and rebuilds the output from the buffers the kernel grew with realloc.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -64,14 +65,21 @@ class Kernel:
     first use and kept by this one.  `pack` (a block for this kernel's own entry point) accepts
     only the facts compiled for (`accepts`) and raises TypeError otherwise.
 
+    A float sum of terms under Lebesgue measures into a scalar or Dense output is computed term by
+    term (`split_sums`; the code then grows linearly, not exponentially, in the terms).  That is
+    exact while each term's integral is finite; a call whose result has a non-finite value
+    recomputes it with the pointwise kernel (compiled then), where terms can cancel on an
+    unbounded run.  Code that calls `address` directly gets the term-by-term result.
+
     Attributes: `ir` (printed ctensor IR), `llvm_ir` (optimised LLVM IR), `address` (of the native
     function taking one pointer to an int64 argument block), `compile_seconds`, `plan`,
     `guard_stats` (what the z3 guard prover did, `ctensor.analysis.guards`; None when off).
     """
 
     def __init__(self, text, kwargs, semiring=None, order=None, out=None, assume_valid=False,
-                 prove_guards=None):
+                 prove_guards=None, split_sums=True):
         t0 = time.perf_counter()
+        self._split_ok = split_sums
         self.prove_guards = enabled_by_default() if prove_guards is None else bool(prove_guards)
         tensors, scalars = split_args(kwargs)
         es = parse(text)
@@ -146,9 +154,16 @@ class Kernel:
         order = plan.order
         if tiling is not None:
             extents, order = tile_extents(tiling, extents), tiling.order
-        fission = (self.out_fmt is None or all(isinstance(lv, Dense) for lv in self.out_fmt.levels()[:-1])) \
-            and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
+        random_access = self.out_fmt is None or all(isinstance(lv, Dense) for lv in self.out_fmt.levels()[:-1])
+        fission = random_access and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
             and counting_additive(plan, tensors)
+        # a float sum under Lebesgue measures splits too (code linear in the terms, not exponential):
+        # exact while every term's integral is finite; a non-finite result is recomputed pointwise
+        # (`__call__`), where terms may cancel on an unbounded run (1 + -1 over (-inf, 0) is 0, not NaN)
+        self.split_sums = self._split_ok and random_access and plan.out_kind == "float" and plan.op == "+" \
+            and any(m == "lebesgue" for m in plan.measures.values()) \
+            and all(m == ("lebesgue" if plan.kinds[i] == "real" else "counting") for i, m in plan.measures.items())
+        fission = fission or self.split_sums
         lower(ctx, loop_nest(order, extents, es.out_idxs, lhs, plan.op, rhs, plan.measures, fission))
         if self.out_fmt is None:
             val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
@@ -293,7 +308,13 @@ class Kernel:
         if sibling is not None:
             return sibling(**kwargs)
         call = self.pack(**kwargs)
-        return call.finish(self.compiled.packed(call.address))
+        out = call.finish(self.compiled.packed(call.address))
+        if self.split_sums and not _all_finite(out):
+            k = self._siblings.get("pointwise")
+            if k is None:
+                k = self._siblings["pointwise"] = Kernel(self.text, kwargs, **self._options, split_sums=False)
+            return k(**kwargs)
+        return out
 
     def _rebuild(self, tensors, cells):
         def shape_of(depth):
@@ -323,6 +344,14 @@ class Kernel:
                                                 arrs["left_eps"], arrs["right_eps"]))
             raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
         return build(self.out_fmt, 0, 1)
+
+
+def _all_finite(out) -> bool:
+    """Is every value of a 0-d result or of a Dense output's leaf finite?"""
+    if isinstance(out, Tensor):
+        val = out.level.levels()[-1].val
+        return val is None or bool(np.isfinite(val).all())
+    return math.isfinite(out)
 
 
 def homogenize(lvl: SparseRunList) -> SparseRunList:

@@ -31,7 +31,7 @@ from ..lang.program import accesses, make_plan, scalar_names
 from ..looplets.nodes import Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower
-from ..lower.nest import loop_nest
+from ..lower.nest import loop_nest, sum_terms
 from ..lower.tile import plan_tiles, tile_extents
 from ..lower.notation import Access, ScalarOut, Val
 from ..lower.program_notation import counting_additive, notation, root_cover
@@ -162,7 +162,8 @@ class Kernel:
         # (`__call__`), where terms may cancel on an unbounded run (1 + -1 over (-inf, 0) is 0, not NaN)
         self.split_sums = self._split_ok and random_access and plan.out_kind == "float" and plan.op == "+" \
             and any(m == "lebesgue" for m in plan.measures.values()) \
-            and all(m == ("lebesgue" if plan.kinds[i] == "real" else "counting") for i, m in plan.measures.items())
+            and all(m == ("lebesgue" if plan.kinds[i] == "real" else "counting") for i, m in plan.measures.items()) \
+            and len(sum_terms(rhs)) > 1
         fission = fission or self.split_sums
         lower(ctx, loop_nest(order, extents, es.out_idxs, lhs, plan.op, rhs, plan.measures, fission))
         if self.out_fmt is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pybedtools
+import pytest
 
 from ctensor.apps import genomics as g
 from ctensor.apps.bedio import read_intervals
@@ -184,3 +185,10 @@ def bed(rows) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=CORE).astype({"chrom": object, "start": np.int64, "end": np.int64}) \
         if rows else pd.DataFrame({"chrom": pd.Series([], dtype=object), "start": np.zeros(0, np.int64),
                                    "end": np.zeros(0, np.int64)})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cleanup_bedtools_tempfiles():
+    """pybedtools' temporary files, removed after each module that imports this fixture."""
+    yield
+    pybedtools.cleanup()

@@ -64,3 +64,34 @@ def probes(bs):
     if bs:
         pts += [Limit(bs[0] - 1.0), Limit(bs[-1] + 1.0)]
     return pts
+
+
+CLOSED = ["left", "right", "both", "neither"]
+
+
+def draw_runs(draw, max_size, allow_inf=True, coord=float):
+    """The piece layout of a random 1-D interval tensor, for hypothesis strategies: breakpoints on
+    a small integer grid (mapped through the monotone `coord`; so pieces touch, share endpoints and
+    degenerate), optionally -inf / +inf at the ends, and runs between consecutive breakpoints.
+    Returns (pts, hetero, closed, starts, ends, cl): cl holds each run's closedness (random when
+    hetero, else `closed`)."""
+    from hypothesis import strategies as st
+    pts = sorted(draw(st.sets(st.integers(-6, 12), max_size=max_size)))
+    pts = [coord(p) for p in pts]
+    if allow_inf and pts and draw(st.booleans()):
+        pts[0] = -math.inf
+    if allow_inf and len(pts) > 1 and draw(st.booleans()):
+        pts[-1] = math.inf
+    hetero = draw(st.booleans())
+    closed = draw(st.sampled_from(CLOSED))
+    starts, ends, cl = [], [], []
+    k = 0
+    while k + 1 < len(pts):
+        if draw(st.booleans()):
+            cl.append(draw(st.sampled_from(CLOSED)) if hetero else closed)
+            starts.append(pts[k])
+            ends.append(pts[k + 1])
+            k += draw(st.sampled_from([1, 2]))     # 1: the next run may touch this one
+        else:
+            k += 1
+    return pts, hetero, closed, starts, ends, cl

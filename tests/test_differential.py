@@ -16,33 +16,14 @@ from hypothesis import strategies as st
 
 import ctensor as ct
 
-from .helpers import breakpoints_1d, close, oracle, probes
+from .helpers import CLOSED, breakpoints_1d, close, draw_runs, oracle, probes
 
-CLOSED = ["left", "right", "both", "neither"]
 SETTINGS = settings()  # profile from conftest.py (ci: derandomized; soak: long runs)
 
 
 @st.composite
 def interval_tensor(draw, boolean=False, allow_inf=True):
-    pts = sorted(draw(st.sets(st.integers(-6, 12), max_size=9)))
-    pts = [float(p) for p in pts]
-    if allow_inf and pts and draw(st.booleans()):
-        pts[0] = -math.inf
-    if allow_inf and len(pts) > 1 and draw(st.booleans()):
-        pts[-1] = math.inf
-    hetero = draw(st.booleans())
-    closed = draw(st.sampled_from(CLOSED))
-    starts, ends, cl = [], [], []
-    k = 0
-    while k + 1 < len(pts):
-        if draw(st.booleans()):
-            c = draw(st.sampled_from(CLOSED)) if hetero else closed
-            starts.append(pts[k])
-            ends.append(pts[k + 1])
-            cl.append(c)
-            k += draw(st.sampled_from([1, 2]))     # 1: the next interval may touch this one
-        else:
-            k += 1
+    pts, hetero, closed, starts, ends, cl = draw_runs(draw, 9, allow_inf)
     # pinpoints [a, a] need closed both
     if draw(st.booleans()) and not hetero and closed == "both" and pts:
         p = draw(st.sampled_from([p for p in pts if math.isfinite(p)] or [0.0]))

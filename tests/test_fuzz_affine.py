@@ -19,12 +19,11 @@ from ctensor.analysis.pattern import build_pattern
 from ctensor.lang.parser import parse
 from ctensor.lang.program import front_end
 
-from .helpers import breakpoints_1d, close, oracle, probes
-from .test_differential import interval_tensor, pinpoint_tensor
+from .helpers import CLOSED, breakpoints_1d, close, oracle, probes
+from .test_differential import interval_tensor
 
 FAST = settings(max_examples=15, deadline=None)
 FEW = settings(max_examples=6, deadline=None)   # every example compiles a few kernels
-CLOSED = ["left", "right", "both", "neither"]
 
 
 def check_1d(text, **args):

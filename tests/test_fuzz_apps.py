@@ -337,15 +337,9 @@ def test_bad_input_messages(call, exc, words):
 # ------------------------------------------------------------------------------------ genomics
 g = pytest.importorskip("ctensor.apps.genomics")
 pybedtools = pytest.importorskip("pybedtools")
-from .genomics_oracle import bed, check  # noqa: E402
+from .genomics_oracle import bed, check, cleanup_bedtools_tempfiles  # noqa: E402,F401 (autouse fixture)
 
 OPS = ["count_overlaps", "overlap", "any_overlap", "no_overlap", "coverage", "intersect", "subtract", "closest"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _cleanup_bedtools_tempfiles():
-    yield
-    pybedtools.cleanup()
 
 
 Q0 = pd.DataFrame({"chrom": ["chr1", "chr2", "chr1", "chr3", "chr1", "chr1"], "start": [10, 0, 100, 5, 50, 57],

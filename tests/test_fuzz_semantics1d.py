@@ -21,9 +21,8 @@ from hypothesis import strategies as st
 import ctensor as ct
 from ctensor.limits import Limit
 
-from .helpers import breakpoints_1d, close, oracle, probes
+from .helpers import CLOSED, breakpoints_1d, close, draw_runs, oracle, probes
 
-CLOSED = ["left", "right", "both", "neither"]
 # compiling (and the oracle) is the cost of every example: a share of the profile's examples
 
 
@@ -36,24 +35,7 @@ def share(k):
 def tensors1d(draw, fills=(0.0,), allow_inf=True, kinds=("float", "float32", "int", "bool"), coord=float):
     """A random `ct.intervals` tensor on a small integer grid (so pieces touch, share endpoints and
     degenerate to pinpoints), its coordinates mapped through `coord` (monotone)."""
-    pts = sorted(draw(st.sets(st.integers(-6, 12), max_size=8)))
-    pts = [coord(p) for p in pts]
-    if allow_inf and pts and draw(st.booleans()):
-        pts[0] = -math.inf
-    if allow_inf and len(pts) > 1 and draw(st.booleans()):
-        pts[-1] = math.inf
-    hetero = draw(st.booleans())
-    closed = draw(st.sampled_from(CLOSED))
-    starts, ends, cl = [], [], []
-    k = 0
-    while k + 1 < len(pts):
-        if draw(st.booleans()):
-            starts.append(pts[k])
-            ends.append(pts[k + 1])
-            cl.append(draw(st.sampled_from(CLOSED)) if hetero else closed)
-            k += draw(st.sampled_from([1, 2]))          # 1: the next piece may touch this one
-        else:
-            k += 1
+    pts, hetero, closed, starts, ends, cl = draw_runs(draw, 8, allow_inf, coord)
     finite = [p for p in pts if math.isfinite(p)]
     if finite and draw(st.booleans()):                 # a zero-length piece [p, p]
         p = draw(st.sampled_from(finite))

@@ -21,7 +21,7 @@ from ctensor.apps import genome_layout
 from ctensor.apps import genomics as g
 from ctensor.apps.bedio import read_intervals
 
-from .genomics_oracle import bed, check, oracle, synthetic
+from .genomics_oracle import bed, check, cleanup_bedtools_tempfiles, oracle, synthetic  # noqa: F401 (autouse fixture)
 
 DATA = Path(__file__).resolve().parents[1] / "ctensor" / "examples" / "data"
 EXONS = DATA / "refseq.chr1.exons.bed.gz"
@@ -29,12 +29,6 @@ GERP = DATA / "gerp.chr1.bed.gz"
 SNPS = pybedtools.example_filename("snps.bed.gz")
 
 PAIR_OPS = ["count_overlaps", "overlap", "any_overlap", "no_overlap", "coverage", "intersect", "subtract", "closest"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _cleanup_bedtools_tempfiles():
-    yield
-    pybedtools.cleanup()
 
 
 # ------------------------------------------------------------------------------------ real data

@@ -58,6 +58,15 @@ def split_args(kwargs):
     return tensors, scalars
 
 
+class OtherFacts(TypeError):
+    """Tensors of the compiled formats whose data facts differ (`formats.level.Facts`): `pack`
+    refuses them, a call runs a sibling kernel.  `keys`: their format keys."""
+
+    def __init__(self, message, keys):
+        super().__init__(message)
+        self.keys = keys
+
+
 class Kernel:
     """A compiled einsum.  Build with `ct.compile`; call with tensors of the same formats (T.format).
     The code is also specialised for facts of the data (`formats.level.Facts`, e.g. every interval
@@ -211,16 +220,9 @@ class Kernel:
         kernel, not a sibling, and does not raise TypeError)?"""
         return all(k in tensors and tensors[k].level.format_key() == key for k, key in self.formats.items())
 
-    def _sibling(self, kwargs, tensors):
-        """The kernel to run for tensors of this kernel's formats whose data facts differ from the
-        ones compiled for (`formats.level.Facts`: e.g. an interval starting at -inf where every
-        start was finite): compiled once per combination of facts, kept here.  None when every
-        format key matches or a format itself differs (`check` raises)."""
-        keys = {k: tensors[k].level.format_key() for k in self.formats if k in tensors}
-        if len(keys) < len(self.formats) or all(keys[k] == key for k, key in self.formats.items()):
-            return None
-        if any(strip_facts(keys[k]) != strip_facts(key) for k, key in self.formats.items()):
-            return None
+    def _sibling(self, kwargs, keys):
+        """The kernel for tensors of this kernel's formats whose data facts (`keys`, their format
+        keys) differ from the ones compiled for: compiled at first use, kept per combination."""
         sig = tuple(sorted(keys.items()))
         k = self._siblings.get(sig)
         if k is None:
@@ -228,20 +230,23 @@ class Kernel:
         return k
 
     def check(self, tensors, scalars):
+        keys, facts = {}, None
         for k, key in self.formats.items():
             if k not in tensors:
                 raise TypeError(f"missing tensor argument {k!r}")
-            if tensors[k].level.format_key() != key:
-                got = tensors[k].level
-                if strip_facts(got.format_key()) == strip_facts(key):
-                    raise TypeError(f"{k}: the kernel's code is specialised for facts of the data ({key}) that "
-                                    f"this {got.format_str()} tensor does not have ({got.format_key()}); call the "
-                                    "kernel itself (it runs a sibling kernel) or pack a sibling from ct.compile")
-                raise TypeError(f"{k}: kernel was compiled for the format {self.format_strs[k]} "
-                                f"({key}), got {got.format_str()} ({got.format_key()}); "
-                                "compile a new kernel for this format")
+            got = keys[k] = tensors[k].level.format_key()
+            if got != key:
+                lvl = tensors[k].level
+                if strip_facts(got) != strip_facts(key):
+                    raise TypeError(f"{k}: kernel was compiled for the format {self.format_strs[k]} "
+                                    f"({key}), got {lvl.format_str()} ({got}); compile a new kernel for this format")
+                facts = facts or (f"{k}: the kernel's code is specialised for facts of the data ({key}) that this "
+                                  f"{lvl.format_str()} tensor does not have ({got}); call the kernel itself (it "
+                                  "runs a sibling kernel) or pack a sibling from ct.compile")
             if tensors[k].is_empty_format:
                 raise FormatError(f"{k}: tensor holds no data")
+        if facts:
+            raise OtherFacts(facts, keys)
         for k, want in self.scalar_kinds.items():
             if k not in scalars:
                 raise TypeError(f"missing scalar argument {k!r}")
@@ -305,10 +310,10 @@ class Kernel:
         return PackedCall(self, tensors, block, keep, cells, out_cell)
 
     def __call__(self, **kwargs):
-        sibling = self._sibling(kwargs, split_args(kwargs)[0])
-        if sibling is not None:
-            return sibling(**kwargs)
-        call = self.pack(**kwargs)
+        try:
+            call = self.pack(**kwargs)
+        except OtherFacts as e:
+            return self._sibling(kwargs, e.keys)(**kwargs)
         out = call.finish(self.compiled.packed(call.address))
         if self.split_sums and not _all_finite(out):
             k = self._siblings.get("pointwise")

@@ -83,19 +83,20 @@ def test_pattern_output_pairs_match_numpy():
     assert got == want
 
 
-def test_out_of_order_sparse_output_is_an_error_not_a_wrong_tensor():
-    # the ids of points sorted by x are not increasing, and O's j fiber is revisited for every s
+def test_revisited_sparse_outputs_are_merged_not_wrong():
+    # the ids of points sorted by x are not increasing, and O's j fiber is revisited for every s:
+    # the call runs the merging sibling kernel (tests/test_merged_output.py)
     P = ct.points(np.array([[3.0], [1.0], [2.0]]))
     Q = ct.interval_set([0.0], [10.0])
-    with pytest.raises(ct.InvalidProgramError, match="out of coordinate order"):
-        ct.einsum("O[i, j] = Q[i, s] * P[s, j] * d(s; boolean)", Q=Q, P=P,
-                  out=ct.Dense(ct.SparseList(ct.Pattern(), shape=3)))
+    got = ct.einsum("O[i, j] = Q[i, s] * P[s, j] * d(s; boolean)", Q=Q, P=P,
+                    out=ct.Dense(ct.SparseList(ct.Pattern(), shape=3)))
+    assert got.to_numpy().tolist() == [[True, True, True]]
     # one fiber (the order check keeps the last id in a register), integer and real coordinates
-    with pytest.raises(ct.InvalidProgramError, match="out of coordinate order"):
-        ct.einsum("O[j] = P[s, j] * d(s; boolean)", P=P, out=ct.SparseList(ct.Pattern(), shape=3))
-    with pytest.raises(ct.InvalidProgramError, match="out of coordinate order"):
-        R = ct.points(np.array([[0.0, 3.0], [1.0, 1.0]]))
-        ct.einsum("O[y] = R[x, y, j] * d(x, j; boolean, boolean)", R=R, out=ct.SparseList(ct.Pattern()))
+    got = ct.einsum("O[j] = P[s, j] * d(s; boolean)", P=P, out=ct.SparseList(ct.Pattern(), shape=3))
+    assert got.level.idx.tolist() == [0, 1, 2]
+    R = ct.points(np.array([[0.0, 3.0], [1.0, 1.0]]))
+    got = ct.einsum("O[y] = R[x, y, j] * d(x, j; boolean, boolean)", R=R, out=ct.SparseList(ct.Pattern()))
+    assert got.level.idx.tolist() == [1.0, 3.0]
     got = ct.einsum("O[j] = P[s, j] * d(s; boolean)", P=ct.points(np.array([[1.0], [2.0], [3.0]])),
                     out=ct.SparseList(ct.Pattern(), shape=3))
     assert got.to_numpy().tolist() == [True, True, True]

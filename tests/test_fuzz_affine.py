@@ -235,10 +235,8 @@ def _shifted_sum(M, A, x):
     return sum(v * A[ct.Limit(x.value - p, x.eps)] for ((lo, _),), v in M.pieces() for p in [lo.value])
 
 
-@pytest.mark.xfail(strict=True, reason="output written out of order: a sum of shifted copies whose "
-                   "supports overlap is refused at run time ('use a Dense output level or change the "
-                   "loop order', neither of which exists for a real output)")
 def test_sum_of_shifted_copies_with_overlap():
+    # the output is revisited once per pinpoint of M; the passes are merged (runtime.merge_output)
     M = mask([-1.0, 0.5, 1.5], [1.0, 3.0, 2.0])
     text = "C[x] = M[y] * A[x - y] * d(y; counting)"
     assert ct.analysis.check(text, M=M, A=A_MIXED).valid
@@ -364,7 +362,8 @@ def test_random_valid_programs_compute_the_oracle_numbers(p):
         got = ct.einsum(text, **tensors, **scal)
     except ct.InvalidProgramError as err:
         # not lowered (a transposed access, an index value needed on an interval, an output
-        # revisited): refused with a clear error, see the xfail tests for the valid ones
+        # revisited outside another output index): refused with a clear error, see the xfail
+        # tests for the valid ones
         assert any(s in str(err) for s in ("not lowered", "not supported", "transposed", "on this data", "on an interval")), err
         return
     if not ref.indices:

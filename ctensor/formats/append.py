@@ -18,7 +18,8 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
                  out_of_order=None, first=None, order=None) -> Thunk:
     """bufs: GrowBuffers holding the entry's coordinates; coords: IR values stored into them.
 
-    Order check (an entry must come after the fiber's previous one, else STATUS_OUTPUT_ORDER):
+    Order check (an entry must come after the fiber's previous one, else STATUS_OUTPUT_ORDER), left
+    out when `ctx.unordered_output` (a revisited output, merged by the runtime):
     out_of_order(ctx, p) -> i1 compares with the entry at slot p, checked when first() <= p; or
     order = (var, coord): a mutable variable holding the fiber's last committed coordinate (a
     register, no load), which must stay below `coord`.
@@ -38,6 +39,8 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
         """Fail (STATUS_OUTPUT_ORDER) when the entry, committed if d, does not follow the fiber's
         previous one; branch-free apart from the failure itself."""
         q = slot["q"]
+        if ctx.unordered_output:        # passes merged at freeze (`runtime.merge_output`)
+            return
         if order is not None:
             var, c = order
             ctx.fail_if(b.select(d, b.le(c, ir.Read(var)), b.FALSE), ir.STATUS_OUTPUT_ORDER)

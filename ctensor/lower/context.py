@@ -27,6 +27,9 @@ class Context:
         self._stack: list[list] = [[]]
         self._names: dict[str, int] = {}
         self.epilogue: list = []                # statements run after the main loop nest
+        # sparse outputs take appends in any coordinate order (a revisited output, merged after the
+        # call by `runtime.merge_output`) instead of failing with STATUS_OUTPUT_ORDER
+        self.unordered_output = False
 
     # ---------------------------------------------------------------- names and params
     def fresh(self, hint: str) -> str:

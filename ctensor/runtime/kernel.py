@@ -36,6 +36,7 @@ from ..lower.tile import plan_tiles, tile_extents
 from ..lower.notation import Access, ScalarOut, Val
 from ..lower.program_notation import counting_additive, notation, root_cover
 from .buffers import adopt_array
+from .merge_output import merge_level, unmergeable
 from .output_format import NP_DTYPE, check_output_format, default_output
 from .packed import PackedCall
 
@@ -80,15 +81,23 @@ class Kernel:
     recomputes it with the pointwise kernel (compiled then), where terms can cancel on an
     unbounded run.  Code that calls `address` directly gets the term-by-term result.
 
+    A sparse output (SparseRunList runs, SparseList pinpoints or ids) is written in one pass in
+    increasing coordinate order.  When a loop outside its last index revisits it with overlapping
+    coordinates (`C[x] = S[i, x] * d(i; counting)`, the coverage depth), the call runs a sibling
+    kernel (`merge_output=True`) that appends every pass unchecked, and the runtime ⊕-merges the
+    passes (`runtime.merge_output`).  `pack`/`address` run this kernel, which reports such data
+    with InvalidProgramError.
+
     Attributes: `ir` (printed ctensor IR), `llvm_ir` (optimised LLVM IR), `address` (of the native
     function taking one pointer to an int64 argument block), `compile_seconds`, `plan`,
     `guard_stats` (what the z3 guard prover did, `ctensor.analysis.guards`; None when off).
     """
 
     def __init__(self, text, kwargs, semiring=None, order=None, out=None, assume_valid=False,
-                 prove_guards=None, split_sums=True):
+                 prove_guards=None, split_sums=True, merge_output=False):
         t0 = time.perf_counter()
         self._split_ok = split_sums
+        self.merge_output = merge_output
         self.prove_guards = enabled_by_default() if prove_guards is None else bool(prove_guards)
         tensors, scalars = split_args(kwargs)
         es = parse(text)
@@ -97,7 +106,7 @@ class Kernel:
         self.formats = {k: t.level.format_key() for k, t in tensors.items()}
         # for a sibling kernel: tensors of these formats whose data facts differ (`_sibling`)
         self._options = dict(semiring=semiring, order=order, out=out, assume_valid=assume_valid,
-                             prove_guards=prove_guards)
+                             prove_guards=prove_guards, merge_output=merge_output)
         self._siblings = {}
         self.format_strs = {k: t.level.format_str() for k, t in tensors.items()}
         self.scalar_kinds = {k: s[1] for k, s in scalars.items()}
@@ -123,6 +132,7 @@ class Kernel:
     def _build(self, tensors, scalars):
         plan, es = self.plan, self.es
         ctx = Context(prove_guards=self.prove_guards)
+        ctx.unordered_output = self.merge_output
         self.getters = []
         roots, vlevels = {}, {}
         used = [a.tensor for a in accesses(es.rhs)]
@@ -214,6 +224,11 @@ class Kernel:
     @property
     def address(self) -> int:
         return self.compiled.packed_address
+
+    @property
+    def mergeable(self) -> bool:
+        """Can a revisited sparse output of this kernel be merged (`runtime.merge_output`)?"""
+        return not self.merge_output and unmergeable(self.out_fmt, self.plan) is None
 
     def accepts(self, tensors) -> bool:
         """Were these tensors' formats and data facts the ones compiled for (so a call runs this
@@ -314,7 +329,16 @@ class Kernel:
             call = self.pack(**kwargs)
         except OtherFacts as e:
             return self._sibling(kwargs, e.keys)(**kwargs)
-        out = call.finish(self.compiled.packed(call.address))
+        status = self.compiled.packed(call.address)
+        if status == ir.STATUS_OUTPUT_ORDER and self.mergeable:
+            # a loop outside the output's last index revisits it: the sibling appends every pass
+            # unchecked and merges them after the call (`runtime.merge_output`)
+            call.release()
+            k = self._siblings.get("merged")
+            if k is None:
+                k = self._siblings["merged"] = Kernel(self.text, kwargs, **{**self._options, "merge_output": True})
+            return k(**kwargs)
+        out = call.finish(status)
         if self.split_sums and not _all_finite(out):
             k = self._siblings.get("pointwise")
             if k is None:
@@ -341,13 +365,14 @@ class Kernel:
             if isinstance(lvl, SparseList):
                 idx = adopt_array(cell("idx"), nnz, np.float64 if lvl.coord == "real" else np.int64)
                 shape = shape_of(depth) if lvl.coord == "int" else None
-                return SparseList(build(lvl.child, depth + 1, nnz), ptr, idx, shape=shape, real=lvl.coord == "real")
+                out = SparseList(build(lvl.child, depth + 1, nnz), ptr, idx, shape=shape, real=lvl.coord == "real")
+                return merge_level(out, self.plan.op) if self.merge_output else out
             if isinstance(lvl, SparseRunList):
                 arrs = {a: adopt_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
                                                                      ("left_eps", np.int8), ("right_eps", np.int8))}
-                child = build(lvl.child, depth + 1, nnz)
-                return homogenize(SparseRunList(child, ptr, arrs["left"], arrs["right"], None,
-                                                arrs["left_eps"], arrs["right_eps"]))
+                out = SparseRunList(build(lvl.child, depth + 1, nnz), ptr, arrs["left"], arrs["right"], None,
+                                    arrs["left_eps"], arrs["right_eps"])
+                return homogenize(merge_level(out, self.plan.op) if self.merge_output else out)
             raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
         return build(self.out_fmt, 0, 1)
 

@@ -38,13 +38,20 @@ class PackedCall:
         non-zero status."""
         k = self.kernel
         if status == ir.STATUS_OUTPUT_ORDER and k.out_fmt is not None:
+            from .merge_output import unmergeable
+            why = unmergeable(k.out_fmt, k.plan)
+            if why is None:
+                raise InvalidProgramError(
+                    f"{k.text!r}: a loop outside the output's last index revisits its sparse output with "
+                    "coordinates out of order; this kernel writes it in one pass: call the Kernel itself, "
+                    "which runs a sibling kernel that merges the passes")
             real = [i for lv, i in zip(k.out_fmt.modes(), k.es.out_idxs) if lv.coord == "real"]
             if real:          # no Dense level and no other loop order exists for a real mode
                 raise InvalidProgramError(
                     f"{k.text!r} is invalid on this data: its continuous output was written out of coordinate "
                     f"order.  It is written in one pass in increasing {', '.join(real)}, and a loop outside "
                     f"{real[0]!r} (a reduction index such as a sum over ids or over shifted copies) revisits it "
-                    "where the pieces overlap; not supported")
+                    f"where the pieces overlap; the passes cannot be merged: {why}")
         if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL, ir.STATUS_OUTPUT_ORDER,
                       ir.STATUS_BAD_AFFINE):
             raise InvalidProgramError(f"{k.text!r} is invalid on this data: {ir.STATUS_NAMES[status]}")

@@ -1,0 +1,198 @@
+"""Merging a revisited sparse output level: the freeze of an output written in several passes.
+
+A kernel writes a sparse output fiber (SparseRunList runs, SparseList pinpoints or ids) in one pass
+in increasing coordinate order.  A loop outside the output's last index that is not an output index
+(a sum over ids, `C[x] = S[i, x] * d(i; counting)`, or over shifted copies, `C[x] = M[y] * A[x - y]
+* d(y; counting)`) revisits the fiber, once per iteration, and the passes overlap.  Such a kernel is
+compiled without the order check (`Kernel`, `merge_output=True`): each pass appends its entries
+after the previous pass's, every fiber's entries stay contiguous (the loops outside the revisiting
+one are the output's own indices), and this module combines them with the reduction ⊕:
+
+* runs: the endpoints of every fiber's runs cut the axis into elementary segments (Limit order, so
+  closedness is exact); each run ⊕-adds its value to the segments it covers through a segment tree
+  (O(n log n) for n runs, vectorised per tree level with `ufunc.at`), the segments no run covers
+  are dropped (the fill), and touching segments of equal value are coalesced, as the one-pass
+  writer does;
+* pinpoints / ids: entries at one coordinate are ⊕-reduced (`ufunc.reduceat` after a sort).
+
+⊕ is one of the semirings' reductions (+, or, and, min, max) as a numpy ufunc.  This is the
+Finch model of a level whose writes arrive out of order (SparseCOO/SparseHash sort at freeze, Finch
+paper §4), applied to continuous runs; the einsum's values themselves are computed by the kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+UFUNCS = {"+": np.add, "or": np.logical_or, "and": np.logical_and, "min": np.minimum, "max": np.maximum}
+
+
+def _ranks(keys) -> tuple[np.ndarray, np.ndarray]:
+    """(order, rank): a lexicographic sort of the rows of the key columns (the last column primary,
+    as `np.lexsort`) and each row's rank among the distinct rows."""
+    order = np.lexsort(keys)
+    new = np.ones(len(order), bool)
+    if len(order) > 1:
+        same = np.ones(len(order) - 1, bool)
+        for k in keys:
+            s = k[order]
+            same &= s[1:] == s[:-1]
+        new[1:] = ~same
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.cumsum(new) - 1
+    return order, rank
+
+
+def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
+    """Merge the runs of each fiber (`ptr`, the four endpoint arrays; `val` the leaf values, None for
+    a Pattern leaf) into disjoint sorted runs whose value is the ⊕ of the runs covering them.
+    Returns (ptr, left, left_eps, right, right_eps, val) with int8 ε arrays (left ε in {0, 1},
+    right ε in {-1, 0})."""
+    npos, n = len(ptr) - 1, len(left)
+    if n == 0:
+        return ptr, left, left_eps, right, right_eps, val
+    fib = np.repeat(np.arange(npos, dtype=np.int64), np.diff(ptr))
+    # boundary keys (fiber, value, ε): a run [L, R] covers the Limits in [start key, end key), with
+    # start key = L and end key = the successor of R, (R.value, R.ε + 1)
+    kv = np.concatenate([left, right])
+    ke = np.concatenate([left_eps.astype(np.int8), right_eps.astype(np.int8) + 1])
+    kf = np.concatenate([fib, fib])
+    _, rank = _ranks([ke, kv, kf])
+    first = np.unique(rank, return_index=True)[1]       # a row holding each distinct key, by rank
+    uv, ue, uf = kv[first], ke[first], kf[first]
+    nseg = len(uv) - 1                                 # segment j = [key j, key j+1)
+    a, z = rank[:n], rank[n:]                          # run k covers segments a[k] .. z[k]-1
+    # how many runs cover each segment: +1 where a run starts, -1 after it ends
+    starts, ends = np.bincount(a, minlength=nseg + 1), np.bincount(z, minlength=nseg + 1)
+    covered = np.cumsum(starts - ends)[:max(nseg, 0)] > 0
+    if val is None:
+        seg_val = None
+    elif op == "+" and val.dtype.kind in "iub":
+        # integers: a running total of +v at a run's first segment, -v after its last, is exact
+        # (int64 addition is associative, even modulo 2**64); floats need the tree (no cancellation)
+        delta = np.zeros(nseg + 1, np.int64)
+        np.add.at(delta, a, val.astype(np.int64))
+        np.subtract.at(delta, z, val.astype(np.int64))
+        seg_val = np.cumsum(delta)[:nseg].astype(val.dtype)
+    else:
+        seg_val = _range_reduce(a, z, val, nseg, op)
+    keep = np.flatnonzero(covered)
+    # coalesce: a kept segment continues the previous kept one when it is the next segment of the same
+    # fiber with an equal value (touching, by construction of the segments)
+    cont = np.zeros(len(keep), bool)
+    if len(keep) > 1:
+        cont[1:] = (keep[1:] == keep[:-1] + 1) & (uf[keep[1:]] == uf[keep[:-1]])
+        if seg_val is not None:
+            cont[1:] &= seg_val[keep[1:]] == seg_val[keep[:-1]]
+    heads = keep[~cont]
+    tails = np.append(keep[np.flatnonzero(~cont)[1:] - 1], keep[-1:]) if len(keep) else keep
+    out_fib = uf[heads]
+    new_ptr = np.concatenate([[0], np.cumsum(np.bincount(out_fib, minlength=npos))]).astype(np.int64)
+    return (new_ptr, uv[heads].copy(), ue[heads].astype(np.int8), uv[tails + 1].copy(),
+            (ue[tails + 1] - 1).astype(np.int8), None if seg_val is None else seg_val[heads].copy())
+
+
+def _range_reduce(a, z, val, nseg, op):
+    """seg[j] = ⊕ of val[k] over the k with a[k] <= j < z[k], by a segment tree: each range is ⊕-added
+    into its O(log nseg) canonical nodes (bottom-up, vectorised over the ranges), then every node is
+    pushed down into its children; ⊕ is associative and commutative."""
+    ufunc = UFUNCS[op]
+    size = 1
+    while size < max(nseg, 1):
+        size *= 2
+    tree = np.full(2 * size, _identity(op, val.dtype), val.dtype)
+    lo, hi, v = a + size, z + size, val
+    while len(lo):
+        live = lo < hi
+        lo, hi, v = lo[live], hi[live], v[live]
+        odd = (lo & 1) == 1
+        ufunc.at(tree, lo[odd], v[odd])
+        lo = lo + odd
+        odd = (hi & 1) == 1
+        hi = hi - odd
+        ufunc.at(tree, hi[odd], v[odd])
+        lo, hi = lo >> 1, hi >> 1
+    node = 1
+    while node < size:                      # level by level, parents before children
+        parents = np.arange(node, 2 * node)
+        tree[2 * parents] = ufunc(tree[2 * parents], tree[parents])
+        tree[2 * parents + 1] = ufunc(tree[2 * parents + 1], tree[parents])
+        node *= 2
+    return tree[size:size + nseg]
+
+
+def merge_points(ptr, idx, val, op):
+    """Merge each fiber's entries (`idx` coordinates, int or float; `val` leaf values or None for a
+    Pattern leaf) into sorted distinct coordinates, entries at one coordinate ⊕-reduced.
+    Returns (ptr, idx, val)."""
+    npos = len(ptr) - 1
+    fib = np.repeat(np.arange(npos, dtype=np.int64), np.diff(ptr))
+    order, rank = _ranks([idx, fib])
+    if len(order) == 0:
+        return ptr, idx, val
+    first = np.unique(rank[order], return_index=True)[1]     # starts of equal-key groups in sorted order
+    new_idx = idx[order][first]
+    new_fib = fib[order][first]
+    new_ptr = np.concatenate([[0], np.cumsum(np.bincount(new_fib, minlength=npos))]).astype(np.int64)
+    new_val = None if val is None else UFUNCS[op].reduceat(val[order], first).astype(val.dtype, copy=False)
+    return new_ptr, new_idx, new_val
+
+
+def _identity(op, dtype):
+    """The identity of ⊕ in `dtype` (min over int64 starts from its largest value, over bool from True)."""
+    if op not in ("min", "max"):
+        return UFUNCS[op].identity
+    if dtype == np.bool_:
+        return op == "min"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.max if op == "min" else info.min
+    return np.inf if op == "min" else -np.inf
+
+
+def unmergeable(out_fmt, plan) -> str | None:
+    """Why a revisited output of this format cannot be merged (None when it can): the revisited
+    level must be the last, a SparseRunList or SparseList under Dense levels only, over an
+    Element whose fill is ⊕'s identity or a Pattern; ⊕ a ufunc reduction; and every loop that
+    revisits it must run inside the loops of the other output indices, so that each fiber's
+    passes are contiguous in its buffers."""
+    from ..formats.dense import Dense
+    from ..formats.element import Element, Pattern
+    from ..formats.sparse_list import SparseList
+    from ..formats.sparse_run_list import SparseRunList
+    if out_fmt is None or plan.op not in UFUNCS:
+        return "a scalar output or a reduction without a merge"
+    modes, leaf = out_fmt.modes(), out_fmt.levels()[-1]
+    if not all(isinstance(lv, Dense) for lv in modes[:-1]) or not isinstance(modes[-1], (SparseList, SparseRunList)):
+        return "only the last output level may be sparse"
+    if isinstance(leaf, Element) and not _same(leaf.fill, plan.fill):
+        return f"the output's fill {leaf.fill!r} is not the identity of {plan.op!r}"
+    if not isinstance(leaf, (Element, Pattern)) or modes[-1].child is not leaf:
+        return "the sparse output level must hold the leaf"
+    out_idxs = plan.einsum.out_idxs
+    order = list(plan.order)
+    last = order.index(out_idxs[-1])
+    outer_out = [order.index(i) for i in out_idxs[:-1]]
+    revisiting = [k for k in range(last) if order[k] not in out_idxs]
+    if revisiting and outer_out and max(outer_out) > min(revisiting):
+        return (f"the loop over {order[min(revisiting)]!r} runs outside the output index "
+                f"{order[max(outer_out)]!r}; pass order= with the output indices first")
+    return None
+
+
+def _same(a, b) -> bool:
+    return a == b or (a != a and b != b)
+
+
+def merge_level(lvl, op):
+    """The merged copy of a revisited output level (see `unmergeable`), built by the runtime."""
+    from ..formats.element import Element
+    from ..formats.sparse_list import SparseList
+    leaf = lvl.child
+    val = leaf.val if isinstance(leaf, Element) else None
+    rebuilt = (lambda v: Element(leaf.fill, val=v, dtype=leaf.val.dtype)) if val is not None else (lambda v: leaf)
+    if isinstance(lvl, SparseList):
+        ptr, idx, v = merge_points(lvl.ptr, lvl.idx, val, op)
+        return SparseList(rebuilt(v), ptr, idx, shape=lvl.shape, real=lvl.coord == "real")
+    from ..formats.sparse_run_list import SparseRunList
+    ptr, left, le, right, re, v = merge_runs(lvl.ptr, lvl.left, lvl.left_eps, lvl.right, lvl.right_eps, val, op)
+    return SparseRunList(rebuilt(v), ptr, left, right, None, le, re)

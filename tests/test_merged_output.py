@@ -1,0 +1,203 @@
+"""Sparse outputs revisited by a loop outside their last index: the passes are merged with ⊕
+(`ctensor.runtime.merge_output`).  Oracle: the reference interpreter; brute force for ids."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import ctensor as ct
+from ctensor.runtime.merge_output import merge_points, merge_runs
+
+from .helpers import CLOSED, breakpoints_1d, close, oracle, probes
+from .test_differential import interval_tensor, pinpoint_tensor
+
+SETTINGS = settings()
+
+
+@st.composite
+def overlapping_set(draw, max_n=6):
+    """S[i, x]: one interval per id on a small integer grid, overlaps and shared endpoints included,
+    one closedness for all (interval_set's convention) or one per interval."""
+    n = draw(st.integers(0, max_n))
+    starts, ends = [], []
+    for _ in range(n):
+        a = draw(st.integers(-6, 10))
+        b = draw(st.integers(a, 12))
+        starts.append(float(a))
+        ends.append(float(b))
+    closed = draw(st.sampled_from(CLOSED))
+    if any(a == b for a, b in zip(starts, ends)):
+        closed = "both"                      # a zero-length interval is a pinpoint [a, a]
+    return ct.interval_set(starts, ends, closed=closed)
+
+
+def check_1d(text, semiring=None, **tensors):
+    out = ct.einsum(text, semiring=semiring, **tensors)
+    ref = oracle(text, semiring=semiring, **tensors)
+    for p in probes(breakpoints_1d(*tensors.values(), out)):
+        want = ref.at((p.value, p.eps))
+        assert close(out[p], want), (text, semiring, p, out[p], want)
+    return out
+
+
+def canonical(out):
+    """Runs sorted and disjoint, touching runs of one value coalesced (the one-pass writer's form)."""
+    lvl = out.level
+    le, re = lvl.eps_arrays()
+    for k in range(1, len(lvl.left)):
+        assert (lvl.right[k - 1], re[k - 1]) < (lvl.left[k], le[k])
+        touch = lvl.right[k - 1] == lvl.left[k] and re[k - 1] + 1 == le[k]
+        if touch and isinstance(lvl.child, ct.Element):
+            assert lvl.child.val[k - 1] != lvl.child.val[k]
+
+
+@SETTINGS
+@given(overlapping_set())
+def test_coverage_depth(S):
+    out = check_1d("C[x] = S[i, x] * d(i; counting)", S=S)
+    canonical(out)
+
+
+@SETTINGS
+@given(overlapping_set(), interval_tensor(allow_inf=False))
+def test_weighted_sums_over_ids(S, A):
+    canonical(check_1d("C[x] = S[i, x] * A[x] * d(i; counting)", S=S, A=A))
+
+
+@SETTINGS
+@given(overlapping_set(), interval_tensor(allow_inf=False), st.sampled_from(["max", "min"]))
+def test_extrema_over_ids(S, A, semiring):
+    """Brute force over the ids: the oracle's min/max also range over `OTHER`, the ids no piece uses,
+    which a Dense id axis does not have."""
+    out = ct.einsum("C[x] = S[i, x] * A[x] * d(i; counting)", semiring=semiring, S=S, A=A)
+    canonical(out)
+    pick, fill = (max, -np.inf) if semiring == "max" else (min, np.inf)
+    for p in probes(breakpoints_1d(S, A)):
+        vals = [float(S[i, p]) * A[p] for i in range(S.levels()[0].shape)]
+        assert close(out[p], pick(vals) if vals else fill), (semiring, p, out[p], vals)
+
+
+@SETTINGS
+@given(overlapping_set())
+def test_union_of_intervals(S):
+    out = check_1d("C[x] = S[i, x] * d(i; boolean)", S=S)
+    assert isinstance(out.level.child, (ct.Pattern, ct.Element))
+    canonical(out)
+
+
+@SETTINGS
+@given(pinpoint_tensor(), interval_tensor(allow_inf=False))
+def test_sum_of_shifted_copies(M, A):
+    check_1d("C[x] = M[y, k] * A[x - y] * d(y, k; counting, counting)", M=M, A=A)
+
+
+@SETTINGS
+@given(pinpoint_tensor(), pinpoint_tensor())
+def test_sum_of_shifted_pinpoints(M, P):
+    """Into runs (the default) and into pinpoints (SparseList over x): entries at one coordinate
+    are added."""
+    text = "C[x] = M[y, k] * P[x - y, j] * d(y, j, k; counting, counting, counting)"
+    runs = check_1d(text, M=M, P=P)
+    points = ct.einsum(text, M=M, P=P, out=ct.SparseList(ct.Element(0)))
+    for p in probes(breakpoints_1d(M, P, runs)):
+        assert points[p] == runs[p], p
+    assert list(points.level.idx) == sorted(set(points.level.idx))
+
+
+def test_float_sums_do_not_cancel_through_a_running_total():
+    # a running total of +/- deltas loses the 3s under 1e20 (2e20 - 1e20 + 3 - 1e20 + 3 = 3); the
+    # merge adds the values covering each segment
+    S = ct.interval_set([0.0, 1.0], [10.0, 3.0])
+    A = ct.intervals([0.0, 2.0, 5.0], [2.0, 5.0, 10.0], values=[1e20, 3.0, 1.0])
+    out = check_1d("C[x] = S[i, x] * A[x] * d(i; counting)", S=S, A=A)
+    assert [out[ct.Limit(v)] for v in (0.5, 1.5, 2.5, 4.0, 5.5)] == [1e20, 2e20, 6.0, 3.0, 1.0]
+
+
+def test_ids_output_written_out_of_order_is_merged():
+    P = ct.points(np.array([[3.0], [1.0], [2.0], [1.0]]))
+    got = ct.einsum("O[j] = P[s, j] * d(s; boolean)", P=P, out=ct.SparseList(ct.Pattern(), shape=4))
+    assert got.to_numpy().tolist() == [True] * 4
+    assert got.level.idx.tolist() == [0, 1, 2, 3]
+    # the same id from several passes is ⊕-reduced: S[i, j] summed over i into O[j]
+    rng = np.random.default_rng(3)
+    pts = rng.integers(0, 4, (30, 1)).astype(float)
+    P = ct.points(pts)
+    W = ct.intervals([0.0, 2.0], [2.0, 4.0], values=[2.0, 5.0], closed="left")
+    got = ct.einsum("O[j] = W[s] * P[s, j] * d(s; counting)", W=W, P=P, out=ct.SparseList(ct.Element(0.0), shape=30))
+    want = np.where(pts[:, 0] < 2, 2.0, 5.0)
+    assert np.array_equal(got.to_numpy(), want)
+
+
+def test_two_dimensional_output_revisited_per_row():
+    S = ct.interval_set([0.0, 1.0, 4.0], [3.0, 5.0, 6.0])      # S[i, x]
+    T = ct.interval_set([0.0, 2.0], [10.0, 4.5])               # T[j, x]
+    out = ct.einsum("C[j, x] = T[j, x] * S[i, x] * d(i; counting)", S=S, T=T)
+    ref = oracle("C[j, x] = T[j, x] * S[i, x] * d(i; counting)", S=S, T=T)
+    for j in range(2):
+        for p in probes([0.0, 1.0, 2.0, 3.0, 4.0, 4.5, 5.0, 6.0, 10.0]):
+            assert close(out[j, p], ref.at(j, (p.value, p.eps))), (j, p)
+
+
+def test_revisits_outside_an_output_index_are_refused_with_the_order_to_use():
+    S = ct.interval_set([0.0, 1.0], [3.0, 5.0])
+    T = ct.interval_set([0.0, 2.0], [10.0, 4.5])
+    with pytest.raises(ct.InvalidProgramError, match="order="):
+        ct.einsum("C[j, x] = T[j, x] * S[i, x] * d(i; counting)", S=S, T=T, order=("i", "j", "x"))
+
+
+def test_packed_call_reports_the_revisit_and_the_kernel_merges():
+    S = ct.interval_set([0.0, 1.0], [3.0, 5.0])
+    k = ct.compile("C[x] = S[i, x] * d(i; counting)", S=S)
+    call = k.pack(S=S)
+    with pytest.raises(ct.InvalidProgramError, match="call the Kernel"):
+        call.finish(k.ctypes_function(call.address))
+    assert k(S=S)[ct.Limit(2.0)] == 2
+
+
+def test_no_revisit_compiles_no_sibling():
+    S = ct.interval_set([0.0, 3.0], [2.0, 5.0])          # disjoint, in order: one pass suffices
+    k = ct.compile("Once[x] = S[i, x] * d(i; counting)", S=S)      # (a text no other test compiles)
+    out = k(S=S)
+    assert "merged" not in k._siblings and out[ct.Limit(1.0)] == 1
+
+
+# ------------------------------------------------------------------ the merge itself
+def _eval_runs(ptr, L, Le, R, Re, val, op, pts, disjoint=False):
+    f = {"+": lambda a, b: a + b, "max": max, "min": min}[op]
+    rows = []
+    for fib in range(len(ptr) - 1):
+        row = []
+        for p in pts:
+            acc = None
+            for k in range(ptr[fib], ptr[fib + 1]):
+                if (L[k], Le[k]) <= p <= (R[k], Re[k]):
+                    assert not (disjoint and acc is not None)
+                    acc = val[k] if acc is None else f(acc, val[k])
+            row.append(acc)
+        rows.append(row)
+    return rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.sampled_from(["+", "max", "min"]))
+def test_merge_runs_against_brute_force(data, op):
+    npos = data.draw(st.integers(1, 3))
+    runs = data.draw(st.lists(st.tuples(st.integers(0, npos - 1), st.integers(0, 6), st.integers(0, 2),
+                                         st.integers(0, 1), st.integers(-1, 0), st.integers(-2, 2)), max_size=8))
+    runs = sorted((f, a, a + w, le, re, v) for f, a, w, le, re, v in runs if w > 0 or le <= re)
+    assume(True)
+    fib = np.array([r[0] for r in runs], np.int64)
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(fib, minlength=npos))]).astype(np.int64)
+    L, R = (np.array([r[k] for r in runs], float) for k in (1, 2))
+    Le, Re = (np.array([r[k] for r in runs], np.int8) for k in (3, 4))
+    val = np.array([r[5] for r in runs], np.int64)
+    out = merge_runs(ptr, L, Le, R, Re, val, op)
+    pts = [(x / 2, e) for x in range(-2, 20) for e in (-1, 0, 1)]
+    assert _eval_runs(ptr, L, Le, R, Re, val, op, pts) == _eval_runs(*out, op, pts, disjoint=True)
+
+
+def test_merge_points_reduces_equal_coordinates_per_fiber():
+    ptr, idx, val = merge_points(np.array([0, 3, 5]), np.array([3, 1, 3, 2, 2]), np.array([1.0, 2, 3, 4, 5]), "+")
+    assert ptr.tolist() == [0, 2, 3] and idx.tolist() == [1, 3, 2] and val.tolist() == [2.0, 4.0, 9.0]

@@ -232,6 +232,41 @@ def test_property_merge_against_bedtools(rows):
     check("merge", bed(rows), None)
 
 
+def genomecov(df: pd.DataFrame) -> pd.DataFrame:
+    """bedtools genomecov -bg on a frame (sorted first, as genomecov reads it chromosome by
+    chromosome), with a genome file of each chromosome's largest end."""
+    cols = ["chrom", "start", "end", "depth"]
+    if len(df) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object if c == "chrom" else np.int64) for c in cols})
+    bt = pybedtools.BedTool.from_dataframe(df[["chrom", "start", "end"]]).sort()
+    sizes = df.groupby("chrom")["end"].max() + 1
+    genome = pybedtools.BedTool("\n".join(f"{c}\t{n}" for c, n in sizes.items()) + "\n", from_string=True)
+    res = bt.genome_coverage(bg=True, g=genome.fn)
+    if res.count() == 0:
+        return genomecov(df.iloc[:0])
+    out = res.to_dataframe(names=cols, dtype={"chrom": str})
+    return out.sort_values(["chrom", "start"], kind="stable").reset_index(drop=True)
+
+
+def _same_depth(got, want):
+    assert list(got.columns) == ["chrom", "start", "end", "depth"]
+    assert got["chrom"].astype(str).tolist() == want["chrom"].astype(str).tolist()
+    for c in ("start", "end", "depth"):
+        assert got[c].to_numpy(np.int64).tolist() == want[c].to_numpy(np.int64).tolist(), c
+
+
+@pytest.mark.parametrize("path", [EXONS, GERP], ids=["exons", "gerp"])
+def test_depth_real_tracks_against_genomecov(path):
+    _same_depth(g.depth(str(path)), genomecov(frame(path)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=_rows(data=True))
+def test_property_depth_against_genomecov(rows):
+    d = bed(rows)
+    _same_depth(g.depth(d), genomecov(d))
+
+
 # ------------------------------------------------------------------------------------ bad input
 GOOD = bed([("chr1", 10, 20), ("chr1", 30, 40)])
 

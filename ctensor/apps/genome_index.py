@@ -75,6 +75,8 @@ EINSUMS = {
     "covered": "B[i] = Q[i, x] * (Depth[x] > 0) * d(x; lebesgue)",
     # the union of the data as a run-length list
     "merge": "M[x] = Depth[x] > 0",
+    # the depth track (bedtools genomecov -bg): one pass per interval, merged by the runtime
+    "depth": "Depth[x] = D[j, x] * d(j; counting)",
     # the parts of each query interval no data interval covers
     "subtract": "R[i, x] = Q[i, x] * (Depth[x] == 0)",
     # closest, (max,+) then (min,+), each collapsing to one finger search per query
@@ -102,7 +104,7 @@ SEMIRING = {"closest_next": "min", "closest_prev": "max"}
 # the index tensors each operation reads
 PARTS = {"count": ("S", "E"), "overlap": ("S", "End"), "intersect": ("S", "D"),
          "coverage": ("S", "E", "Depth"), "subtract": ("Depth",), "merge": ("Depth", "S", "E"),
-         "closest": ("S", "End", "UE")}
+         "closest": ("S", "End", "UE"), "depth": ("Depth",)}
 # under layout="grid": counts and pairs read the grid and the start/end values
 GRID_PARTS = {**PARTS, "count": ("G", "DS", "End"), "overlap": ("G", "DS", "End"), "intersect": ("G", "DS", "D"),
               "coverage": ("G", "DS", "End", "Depth"), "merge": ("Depth", "G", "DS", "End")}
@@ -190,9 +192,12 @@ class GenomeIndex:
         """Build an index tensor on first use (its time is added to build_seconds)."""
         t = self._parts.get(name)
         if t is None:
+            D = self._part("D") if name == "Depth" else None     # built (and timed) first
             t0 = time.perf_counter()
             if name == "G":
                 t = grid_tensor(self._gs, self._ge, self.cell)
+            elif name == "Depth":
+                t = self._run("depth", D=D)
             else:
                 t = BUILD[name](self._gs, self._ge)
             self._parts[name] = t
@@ -434,6 +439,15 @@ class GenomeIndex:
             pe = np.where(z, en[qi], pe)
             qi, ps, pe = qi[~drop], ps[~drop], pe[~drop]
         return qi, ps, pe
+
+    def depth(self):
+        """The depth track (`bedtools genomecov -bg`): (chrom names, start, end, depth) of maximal
+        runs of constant non-zero depth, zero-length intervals widened, starts clipped at 0."""
+        lvl = self.Depth.level
+        code, s, e = decode(np.asarray(lvl.left), np.asarray(lvl.right))
+        s = np.maximum(s, 0)
+        keep = e > s
+        return np.asarray(self.chroms, dtype=object)[code[keep]], s[keep], e[keep], lvl.child.val[keep]
 
     def merge(self):
         """The union of the data (`bedtools merge`): (chrom names, start, end) of maximal runs;

@@ -29,7 +29,8 @@ the starts are distinct, the ends of `D` are `End`, which are `UE` when no two i
   prints; touching intervals join), strictly increasing pinpoints (SparseList -> Pattern), 8 bytes
   per run;
 - `Depth[x]` the depth track: how many intervals cover x (SparseRunList -> Element(int)), the
-  format of `bedtools genomecov -bg`; 24 bytes per run of constant depth.
+  format of `bedtools genomecov -bg`; 24 bytes per run of constant depth.  Computed by the einsum
+  `Depth[x] = D[j, x] * d(j; counting)` (`genome_index.EINSUMS["depth"]`), not built here.
 
 The uniform grid (`layout="grid"`; the paper's Grid[x, j], Fig. 23):
 - `G[c, j]`  cells [c, c + w) of one width w, c a multiple of w on the genome axis; each non-empty
@@ -102,23 +103,6 @@ def decode(left, right):
 
 
 # ------------------------------------------------------------------ index tensors
-def depth_track(gs: np.ndarray, ge: np.ndarray) -> Tensor:
-    """Depth of coverage as runs [c_k, c_{k+1}) of constant positive depth (bedtools genomecov -bg):
-    endpoint events sorted, summed per coordinate, accumulated."""
-    coords = np.concatenate([gs, ge])
-    delta = np.concatenate([np.ones(len(gs), np.int64), -np.ones(len(ge), np.int64)])
-    u, inv = np.unique(coords, return_inverse=True)
-    d = np.zeros(len(u), np.int64)
-    np.add.at(d, inv, delta)
-    keep = d != 0                                  # a coordinate where as many end as start changes nothing
-    u, d = u[keep], d[keep]
-    depth = np.cumsum(d)
-    run = depth[:-1] > 0
-    left, right, val = u[:-1][run], u[1:][run], depth[:-1][run]
-    lvl = SparseRunList(Element(0, val=val, dtype=np.int64), np.array([0, len(left)], np.int64), left, right, "left")
-    return Tensor(lvl, name="Depth")
-
-
 def sorted_points(x: np.ndarray) -> Tensor:
     """P[x, j] over sorted coordinates x (j = position in x): SparseList over the distinct
     coordinates, each owning a tiled range of ids (integer SparseInterval, one shared array of
@@ -235,7 +219,6 @@ BUILD = {  # index tensor name -> build(starts sorted, ends in start order), gen
     "End": lambda gs, ge: values(ge, "End"),
     "DS": lambda gs, ge: values(gs, "DS"),
     "UE": union_ends,
-    "Depth": depth_track,
 }
 
 

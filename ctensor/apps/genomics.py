@@ -19,6 +19,7 @@ uniform grid instead of the default sorted layout (see `index`); answers are the
 | `coverage(query, data)` | `coverage` | query + `count, covered, length, fraction` |
 | `intersect(query, data)` | `intersect` | query rows with start/end of each overlapping piece |
 | `merge(intervals)` | `merge` | `chrom, start, end` |
+| `depth(intervals)` | `genomecov -bg` | `chrom, start, end, depth` |
 | `subtract(a, b)` | `subtract` | rows of a with start/end of each remaining piece |
 | `closest(query, data)` | `closest -d` (`-t all`) | query columns + nearest data columns `_` + `distance` |
 
@@ -40,6 +41,7 @@ __all__ = [
     "closest",
     "count_overlaps",
     "coverage",
+    "depth",
     "index",
     "intersect",
     "merge",
@@ -185,3 +187,15 @@ def merge(intervals) -> pd.DataFrame:
     overlapping intervals merge), sorted by chromosome name then start."""
     chrom, s, e = index(intervals, ops=("merge",)).merge()
     return pd.DataFrame({"chrom": chrom, "start": s, "end": e})
+
+
+
+def depth(intervals) -> pd.DataFrame:
+    """`bedtools genomecov -bg`: the depth of coverage as maximal runs `[start, end)` of constant
+    non-zero depth (how many intervals cover each base, int64), sorted by chromosome name then
+    start.  A zero-length interval `[p, p)` counts over `[p - 1, p + 1)`, as bedtools 2.30's does
+    (runs are clipped at 0).  Computed by the einsum `EINSUMS["depth"]`,
+    `Depth[x] = D[j, x] * d(j; counting)`: one pass over x per interval j, the overlapping passes
+    added by the runtime's merge of a revisited output (`ctensor.runtime.merge_output`)."""
+    chrom, s, e, d = index(intervals, ops=("depth",)).depth()
+    return pd.DataFrame({"chrom": chrom, "start": s, "end": e, "depth": d})

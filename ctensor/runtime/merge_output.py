@@ -26,10 +26,12 @@ import numpy as np
 UFUNCS = {"+": np.add, "or": np.logical_or, "and": np.logical_and, "min": np.minimum, "max": np.maximum}
 
 
-def _ranks(keys) -> tuple[np.ndarray, np.ndarray]:
-    """(order, rank): a lexicographic sort of the rows of the key columns (the last column primary,
-    as `np.lexsort`) and each row's rank among the distinct rows."""
-    order = np.lexsort(keys)
+def _ranks(keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, rank, first): a lexicographic sort of the rows of the key columns (the last column
+    primary, as `np.lexsort`), each row's rank among the distinct rows, and for each rank the
+    position in `order` of its first row."""
+    keys = [k for k in keys if len(k) and (k != k[0]).any()] or keys[-1:]   # constant columns order nothing
+    order = np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(keys)
     new = np.ones(len(order), bool)
     if len(order) > 1:
         same = np.ones(len(order) - 1, bool)
@@ -39,7 +41,7 @@ def _ranks(keys) -> tuple[np.ndarray, np.ndarray]:
         new[1:] = ~same
     rank = np.empty(len(order), np.int64)
     rank[order] = np.cumsum(new) - 1
-    return order, rank
+    return order, rank, np.flatnonzero(new)
 
 
 def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
@@ -56,8 +58,8 @@ def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
     kv = np.concatenate([left, right])
     ke = np.concatenate([left_eps.astype(np.int8), right_eps.astype(np.int8) + 1])
     kf = np.concatenate([fib, fib])
-    _, rank = _ranks([ke, kv, kf])
-    first = np.unique(rank, return_index=True)[1]       # a row holding each distinct key, by rank
+    order, rank, first = _ranks([ke, kv, kf])
+    first = order[first]                               # a row holding each distinct key, by rank
     uv, ue, uf = kv[first], ke[first], kf[first]
     nseg = len(uv) - 1                                 # segment j = [key j, key j+1)
     a, z = rank[:n], rank[n:]                          # run k covers segments a[k] .. z[k]-1
@@ -126,10 +128,9 @@ def merge_points(ptr, idx, val, op):
     Returns (ptr, idx, val)."""
     npos = len(ptr) - 1
     fib = np.repeat(np.arange(npos, dtype=np.int64), np.diff(ptr))
-    order, rank = _ranks([idx, fib])
+    order, _, first = _ranks([idx, fib])                 # first: starts of equal-key groups in order
     if len(order) == 0:
         return ptr, idx, val
-    first = np.unique(rank[order], return_index=True)[1]     # starts of equal-key groups in sorted order
     new_idx = idx[order][first]
     new_fib = fib[order][first]
     new_ptr = np.concatenate([[0], np.cumsum(np.bincount(new_fib, minlength=npos))]).astype(np.int64)

@@ -189,7 +189,6 @@ def merge(intervals) -> pd.DataFrame:
     return pd.DataFrame({"chrom": chrom, "start": s, "end": e})
 
 
-
 def depth(intervals) -> pd.DataFrame:
     """`bedtools genomecov -bg`: the depth of coverage as maximal runs `[start, end)` of constant
     non-zero depth (how many intervals cover each base, int64), sorted by chromosome name then

@@ -15,9 +15,11 @@ one are the output's own indices), and this module combines them with the reduct
   writer does;
 * pinpoints / ids: entries at one coordinate are ⊕-reduced (`ufunc.reduceat` after a sort).
 
-⊕ is one of the semirings' reductions (+, or, and, min, max) as a numpy ufunc.  This is the
-Finch model of a level whose writes arrive out of order (SparseCOO/SparseHash sort at freeze, Finch
-paper §4), applied to continuous runs; the einsum's values themselves are computed by the kernel.
+⊕ is one of the semirings' reductions (+, or, and, min, max) as a numpy ufunc.  This is the freeze
+of a level whose writes arrive out of order (sorted and combined once, when the output is frozen),
+applied to continuous runs; the einsum's values themselves are all computed by the kernel.  Exact:
+integer sums by a running total (exact modulo 2**64 in any order), every other ⊕ per segment over
+the runs covering it (a float running total would lose 3 under 1e20 + 3 - 1e20).
 """
 from __future__ import annotations
 

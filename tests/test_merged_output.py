@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctensor as ct
@@ -187,7 +187,6 @@ def test_merge_runs_against_brute_force(data, op):
     runs = data.draw(st.lists(st.tuples(st.integers(0, npos - 1), st.integers(0, 6), st.integers(0, 2),
                                          st.integers(0, 1), st.integers(-1, 0), st.integers(-2, 2)), max_size=8))
     runs = sorted((f, a, a + w, le, re, v) for f, a, w, le, re, v in runs if w > 0 or le <= re)
-    assume(True)
     fib = np.array([r[0] for r in runs], np.int64)
     ptr = np.concatenate([[0], np.cumsum(np.bincount(fib, minlength=npos))]).astype(np.int64)
     L, R = (np.array([r[k] for r in runs], float) for k in (1, 2))

@@ -1,7 +1,7 @@
 """Depth of coverage (`bedtools genomecov -bg`) against the peers, end to end from a DataFrame.
 
-    pytest benchmarks/bench_depth.py -o addopts="" --benchmark-json=depth.json
-    python benchmarks/genomics_report.py depth.json     # or read the table pytest prints
+    pytest benchmarks/bench_depth.py -o addopts="" --benchmark-min-rounds=3 --benchmark-max-time=0.5
+    (one table per data set, printed by pytest-benchmark; ratios against the numba sweep)
 
 ctensor: `genomics.depth(df)` = read + index + the einsum `Depth[x] = D[j, x] * d(j; counting)`
 (a continuous output revisited once per interval, merged by `runtime.merge_output`); its kernel

@@ -25,6 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..formats.dense import Dense
+from ..formats.element import Element, Pattern
+from ..formats.sparse_list import SparseList
+from ..formats.sparse_run_list import SparseRunList
+
 UFUNCS = {"+": np.add, "or": np.logical_or, "and": np.logical_and, "min": np.minimum, "max": np.maximum}
 
 
@@ -58,7 +63,7 @@ def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
     # boundary keys (fiber, value, ε): a run [L, R] covers the Limits in [start key, end key), with
     # start key = L and end key = the successor of R, (R.value, R.ε + 1)
     kv = np.concatenate([left, right])
-    ke = np.concatenate([left_eps.astype(np.int8), right_eps.astype(np.int8) + 1])
+    ke = np.concatenate([left_eps, right_eps + np.int8(1)]).astype(np.int8)
     kf = np.concatenate([fib, fib])
     order, rank, first = _ranks([ke, kv, kf])
     first = order[first]                               # a row holding each distinct key, by rank
@@ -67,7 +72,7 @@ def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
     a, z = rank[:n], rank[n:]                          # run k covers segments a[k] .. z[k]-1
     # how many runs cover each segment: +1 where a run starts, -1 after it ends
     starts, ends = np.bincount(a, minlength=nseg + 1), np.bincount(z, minlength=nseg + 1)
-    covered = np.cumsum(starts - ends)[:max(nseg, 0)] > 0
+    covered = np.cumsum(starts - ends)[:nseg] > 0     # nseg >= 1: a run's end key follows its start key
     if val is None:
         seg_val = None
     elif op == "+" and val.dtype.kind in "iub":
@@ -155,15 +160,11 @@ def _identity(op, dtype):
 def unmergeable(out_fmt, plan) -> str | None:
     """Why a revisited output of this format cannot be merged (None when it can): the revisited
     level must be the last, a SparseRunList or SparseList under Dense levels only, over an
-    Element whose fill is ⊕'s identity or a Pattern; ⊕ a ufunc reduction; and every loop that
+    Element whose fill is ⊕'s identity or a Pattern; and every loop that
     revisits it must run inside the loops of the other output indices, so that each fiber's
     passes are contiguous in its buffers."""
-    from ..formats.dense import Dense
-    from ..formats.element import Element, Pattern
-    from ..formats.sparse_list import SparseList
-    from ..formats.sparse_run_list import SparseRunList
-    if out_fmt is None or plan.op not in UFUNCS:
-        return "a scalar output or a reduction without a merge"
+    if out_fmt is None:          # (every reduction of lower.ops.SEMIRINGS is in UFUNCS)
+        return "a scalar output has no coordinates to merge"
     modes, leaf = out_fmt.modes(), out_fmt.levels()[-1]
     if not all(isinstance(lv, Dense) for lv in modes[:-1]) or not isinstance(modes[-1], (SparseList, SparseRunList)):
         return "only the last output level may be sparse"
@@ -188,14 +189,11 @@ def _same(a, b) -> bool:
 
 def merge_level(lvl, op):
     """The merged copy of a revisited output level (see `unmergeable`), built by the runtime."""
-    from ..formats.element import Element
-    from ..formats.sparse_list import SparseList
     leaf = lvl.child
     val = leaf.val if isinstance(leaf, Element) else None
     rebuilt = (lambda v: Element(leaf.fill, val=v, dtype=leaf.val.dtype)) if val is not None else (lambda v: leaf)
     if isinstance(lvl, SparseList):
         ptr, idx, v = merge_points(lvl.ptr, lvl.idx, val, op)
         return SparseList(rebuilt(v), ptr, idx, shape=lvl.shape, real=lvl.coord == "real")
-    from ..formats.sparse_run_list import SparseRunList
     ptr, left, le, right, re, v = merge_runs(lvl.ptr, lvl.left, lvl.left_eps, lvl.right, lvl.right_eps, val, op)
     return SparseRunList(rebuilt(v), ptr, left, right, None, le, re)

@@ -11,6 +11,7 @@ from ..errors import InvalidProgramError, KernelError
 from ..formats.tensor import Tensor
 from ..ir import nodes as ir
 from .buffers import borrow_array, free
+from .merge_output import unmergeable
 
 
 class PackedCall:
@@ -38,7 +39,6 @@ class PackedCall:
         non-zero status."""
         k = self.kernel
         if status == ir.STATUS_OUTPUT_ORDER and k.out_fmt is not None:
-            from .merge_output import unmergeable
             why = unmergeable(k.out_fmt, k.plan)
             if why is None:
                 raise InvalidProgramError(

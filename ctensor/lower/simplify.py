@@ -14,6 +14,10 @@ Rules, as data where they are data:
   that an annihilator wins (missing * 0 is 0, missing & false is false); so that the answer does
   not depend on which access resolves first, `op(missing, X)` waits until X is settled (reads no
   tensor any more).  An assignment of missing is dropped.
+* under a counting measure on a real index, an access that a rule drops (an annihilator, a folded
+  `ifelse`, a settled `coalesce`) still cuts the partition (paper §4.2, Fig. 5: the counting
+  measure weighs the pinpoints of the partition every tensor of the expression cuts), so it is kept
+  beside the value in a `CUT` node; see `CUT`.
 """
 from __future__ import annotations
 
@@ -23,8 +27,15 @@ import operator
 from ..errors import InvalidProgramError
 from ..ir import build as b
 from ..looplets.nodes import FillLeaf, Value
-from .notation import MISSING, Access, Assign, Block, Call, Lit, Loop, Sieve, Val
+from .notation import MISSING, Access, Assign, Block, Call, Lit, Loop, Sieve, Val, uses_index, walk_accesses
 from .ops import REDUCTIONS
+
+# `Call(CUT, (value, a1, a2, ...))` has the value `value`; the accesses a1, a2, ... are read only for
+# the partition they cut.  `(A[x] * 0 + C[x]) * d(x; counting)` with A a pinpoint at 12 inside a run of
+# C counts C(12) once; dropping A with its product would count nothing (C alone has no pinpoint).
+# Cuts are lifted to the top of an assignment's right-hand side, an access leaves its cut once it
+# reads no kept index, and a cut without accesses is its value, so the generated code never sees one.
+CUT = "cut"
 
 ANNIHILATORS = {"*": [0, False], "and": [False], "or": [True], "min": [-math.inf], "max": [math.inf]}
 IDENTITIES = {"*": [1, True], "+": [0, False], "and": [True], "or": [False], "min": [math.inf],
@@ -79,7 +90,26 @@ def _settled(e) -> bool:
     return not isinstance(e, Access)
 
 
-def simplify_expr(node):
+def _reads(a: Access, keep) -> bool:
+    return any(i in keep for i in a.idxs) or any(uses_index(a, i) for i in keep)
+
+
+def _cut(value, dropped, keep):
+    """`value`, carrying the accesses of the expressions `dropped` that read an index in `keep`
+    (`CUT`); just `value` when there are none."""
+    if not keep:
+        return value
+    accs = [a for e in dropped for a in walk_accesses(e) if _reads(a, keep)]
+    if not accs:
+        return value
+    if isinstance(value, Call) and value.op == CUT:
+        return Call(CUT, value.args + tuple(accs))
+    return Call(CUT, (value, *accs))
+
+
+def simplify_expr(node, keep=frozenset()):
+    """Simplify an expression.  `keep`: the real indices still under a counting measure, whose
+    partition every access cuts (see `CUT`)."""
     if isinstance(node, Access):
         if isinstance(node.tns, FillLeaf):
             return Lit(node.tns.value)
@@ -88,29 +118,39 @@ def simplify_expr(node):
         return node
     if not isinstance(node, Call):
         return node
-    args = tuple(simplify_expr(a) for a in node.args)
-    op = node.op
+    args = tuple(simplify_expr(a, keep) for a in node.args)
+    if node.op == CUT:
+        return _cut(args[0], args[1:], keep)
+    carried = [a for a in args if isinstance(a, Call) and a.op == CUT]
+    if carried:                  # lift the cuts of the arguments to this node
+        args = tuple(a.args[0] if isinstance(a, Call) and a.op == CUT else a for a in args)
+        return _cut(_simplify_call(node.op, args, keep), [Call(CUT, a.args[1:]) for a in carried], keep)
+    return _simplify_call(node.op, args, keep)
+
+
+def _simplify_call(op, args, keep):
     if op == "coalesce":
         args = tuple(a for a in args if not _missing(a))
         if not args:
             return Lit(MISSING)
         # a value that cannot become missing any more (every access in it is resolved) wins
-        return args[0] if len(args) == 1 or isinstance(args[0], (Lit, Val)) else Call(op, args)
+        if len(args) == 1 or isinstance(args[0], (Lit, Val)):
+            return _cut(args[0], args[1:], keep)
+        return Call(op, args)
     if op == "ifelse" and isinstance(args[0], Lit) and not _missing(args[0]):
-        return args[1] if args[0].value else args[2]
+        return _cut(args[1], args[2:], keep) if args[0].value else _cut(args[2], args[1:2], keep)
     if any(_missing(a) for a in args):
         if op == "ifelse" and not _missing(args[0]) and all(_settled(a) for a in args):
             raise InvalidProgramError("a branch of a data-dependent `a if c else b` is missing (a permissive "
                                       "read outside its tensor): wrap the access in coalesce(..., value)")
         if op in ANNIHILATORS and any(_lit_is(a, ANNIHILATORS[op]) for a in args):
-            return next(a for a in args if _lit_is(a, ANNIHILATORS[op]))
+            z = next(a for a in args if _lit_is(a, ANNIHILATORS[op]))
+            return _cut(z, args, keep)
         return Lit(MISSING) if all(_settled(a) for a in args) else Call(op, args)
     if op == "ifelse":
         c, x, y = args
-        if isinstance(c, Lit):
-            return x if c.value else y
         if isinstance(x, Lit) and isinstance(y, Lit) and x.value == y.value and type(x.value) is type(y.value):
-            return x
+            return _cut(x, [c], keep)
         return Call(op, args)
     if all(isinstance(a, Lit) for a in args):
         folded = _fold(op, args)
@@ -118,7 +158,7 @@ def simplify_expr(node):
             return folded
     if op in ANNIHILATORS and any(_lit_is(a, ANNIHILATORS[op]) for a in args):
         z = next(a for a in args if _lit_is(a, ANNIHILATORS[op]))
-        return z
+        return _cut(z, args, keep)
     if op in IDENTITIES:
         keep = tuple(a for a in args if not _lit_is(a, IDENTITIES[op]))
         if len(keep) < len(args):
@@ -132,14 +172,15 @@ def simplify_expr(node):
     return Call(op, args)
 
 
-def simplify(node):
-    """Simplify a statement tree; returns None when nothing is left to do."""
+def simplify(node, real=frozenset()):
+    """Simplify a statement tree; returns None when nothing is left to do.  `real`: the continuous
+    loops around `node` (collected on the way down)."""
     if node is None:
         return None
     if isinstance(node, Block):
         out = []
         for s in node.stmts:
-            s = simplify(s)
+            s = simplify(s, real)
             if s is None:
                 continue
             out.extend(s.stmts if isinstance(s, Block) else [s])
@@ -147,20 +188,22 @@ def simplify(node):
             return None
         return out[0] if len(out) == 1 else Block(out)
     if isinstance(node, Loop):
-        body = simplify(node.body)
+        body = simplify(node.body, real | {node.idx} if node.ext.continuous else real)
         return None if body is None else Loop(node.idx, node.ext, body)
     if isinstance(node, Sieve):
         if b.is_const(node.cond, False):
             return None
-        body = simplify(node.body)
+        body = simplify(node.body, real)
         if body is None:
             return None
         return body if b.is_const(node.cond, True) else Sieve(node.cond, body)
     if isinstance(node, Assign):
-        rhs = simplify_expr(node.rhs)
+        keep = frozenset(i for i, m in node.measures.items() if m == "counting" and i in real)
+        rhs = simplify_expr(node.rhs, keep)
+        val = rhs.args[0] if isinstance(rhs, Call) and rhs.op == CUT else rhs
         ident = REDUCTIONS.get(node.op, (None,))[0]
-        if ident is not None and isinstance(rhs, Lit) and rhs.value == ident or \
-                isinstance(rhs, Lit) and rhs.value is MISSING:
+        if ident is not None and isinstance(val, Lit) and val.value == ident or \
+                isinstance(val, Lit) and val.value is MISSING:
             return None
         return node.with_(rhs=rhs)
     return node

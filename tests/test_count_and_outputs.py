@@ -2,6 +2,8 @@
 in-kernel output order check, each against the reference interpreter or numpy."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import assume, given
@@ -195,3 +197,14 @@ def test_count_collapse_through_tiled_id_ranges(Q, xs, tile):
     got = k(Q=Q, S=S).to_numpy()
     ref = oracle(COUNT, Q=Q, S=S)
     assert [int(g) for g in got] == [ref.at(i) for i in range(len(got))]
+
+
+def test_out_fill_must_be_the_reductions_identity():
+    """An out= leaf with another fill was ⊕-added into every stored value (5 + 6 = 11 over A's runs)
+    but not into the rest of the axis (5): neither "fill elsewhere" nor "fill ⊕ everything"."""
+    A = ct.intervals([0.0, 5.0], [2.0, 7.0], values=[3.0, 1.0])
+    for semiring, fill, want in [(None, 5.0, "Element(0.0)"), ("min", 0.0, "Element(inf)"), ("max", 0.0, "Element(-inf)")]:
+        with pytest.raises(ct.InvalidProgramError, match=re.escape(want)):
+            ct.einsum("C[x] = A[x] * 2", A=A, semiring=semiring, out=ct.SparseRunList(ct.Element(fill)))
+    C = ct.einsum("C[x] = A[x] * 2", A=A, semiring="min", out=ct.SparseRunList(ct.Element(np.inf)))
+    assert C[1.0] == 6.0 and C[3.0] == 0.0      # A's fill 0, times 2

@@ -486,3 +486,16 @@ def test_int_values_with_fractional_fill_not_truncated():
     except ct.FormatError:
         return                                   # rejecting it with a clear error is fine too
     assert t[5.0] == 0.5
+
+
+@pytest.mark.parametrize("shape", [2.5, -1, "3", [3]])
+@pytest.mark.parametrize("level", ["Dense", "SparseList", "SparsePoint"])
+def test_bad_level_shape_is_refused(level, shape):
+    """Dense(..., 2.5) used to become a 2-long axis, silently."""
+    with pytest.raises(ct.FormatError, match=f"{level} shape must be a non-negative integer"):
+        getattr(ct, level)(ct.Element(0.0), shape=shape)
+
+
+def test_integral_level_shapes_are_accepted():
+    for shape in (3, 3.0, np.int32(3), np.uint64(3)):
+        assert ct.Dense(ct.Element(0.0), shape=shape).shape == 3

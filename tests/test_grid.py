@@ -64,7 +64,7 @@ def test_radius_reads_the_index_inside_tiles(pts, grid, ox, oy, r):
 def test_weighted_count_matches_the_oracle(pts, grid, runs):
     """Another tensor read with x is read at the tile loop: its runs split the cells into pieces."""
     c = np.array(pts, float)
-    starts, vals, stop = [], [], -10.0
+    starts, stop = [], -10.0
     for a, ln, v in sorted(runs):
         if a > stop:
             starts.append((float(a), float(a + ln + 1), v))

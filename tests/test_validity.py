@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import ctensor as ct
-from ctensor.analysis import smt, validity
+from ctensor.analysis import smt
 from ctensor.analysis.validity import check, verdict_cache
 from ctensor.lang.affine import affine_poly
 from ctensor.lang.nodes import EAccess, EAffine, ELit, EScalar

@@ -56,7 +56,6 @@ from .. import (
     Pattern,
     SparseInterval,
     SparseList,
-    SparseRunList,
     Tensor,
 )
 

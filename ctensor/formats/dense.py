@@ -11,7 +11,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I64
 from ..looplets.nodes import Fiber, Hollow, Lookup
-from .level import Level
+from .level import Level, as_shape
 
 
 class Dense(Level):
@@ -29,14 +29,7 @@ class Dense(Level):
     pinpoints = True
 
     def __init__(self, child: Level, shape: int | None = None):
-        if shape is not None and (not isinstance(shape, (int,)) or shape < 0):
-            try:
-                shape = int(shape)
-            except (TypeError, ValueError):
-                raise FormatError(f"Dense shape must be a non-negative integer, got {shape!r}") from None
-            if shape < 0:
-                raise FormatError(f"Dense shape must be a non-negative integer, got {shape!r}")
-        self.child, self.shape = child, shape
+        self.child, self.shape = child, as_shape(shape, "Dense")
 
     def format_key(self):
         return ("Dense", self.child.format_key())

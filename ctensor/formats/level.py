@@ -18,6 +18,8 @@ needs it and it is not implemented (a tensor is frozen when the kernel returns).
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..errors import FormatError
@@ -147,6 +149,22 @@ def as_array(x, name: str, dtype=None, ndim=1) -> np.ndarray:
                 raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not an integer")
         a = a.astype(dtype, copy=False)
     return np.ascontiguousarray(a)
+
+
+def as_shape(shape, level: str):
+    """A level's `shape`: None, or a non-negative integer (int, numpy integer, or a float equal to
+    one, e.g. 3.0).  Raises FormatError naming the level otherwise (2.5 was silently cut to 2)."""
+    if shape is None:
+        return None
+    try:
+        n = operator.index(shape)
+    except TypeError:
+        if not (isinstance(shape, (float, np.floating)) and float(shape).is_integer()):
+            raise FormatError(f"{level} shape must be a non-negative integer, got {shape!r}") from None
+        n = int(shape)
+    if n < 0:
+        raise FormatError(f"{level} shape must be a non-negative integer, got {shape!r}")
+    return int(n)
 
 
 def check_no_nan(a: np.ndarray, name: str):

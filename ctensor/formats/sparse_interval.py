@@ -27,7 +27,7 @@ from ..ir.types import F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence
 from .affine import see
-from .level import Facts, Level, as_array, check_no_nan, closed_eps
+from .level import Facts, Level, as_array, as_shape, check_no_nan, closed_eps
 from .sparse_run_list import endpoints_ok
 
 
@@ -51,7 +51,7 @@ class SparseInterval(Level):
         closed_eps(closed)
         self.child, self.closed = child, closed
         self.coord = "real" if shape is None else "int"
-        self.shape = None if shape is None else int(shape)
+        self.shape = as_shape(shape, "SparseInterval")
         dt = np.float64 if shape is None else np.int64
         self.left = None if left is None else as_array(left, "left", dt)
         self.right = None if right is None else as_array(right, "right", dt)

@@ -27,7 +27,7 @@ from ..looplets.nodes import (FillLeaf, Fiber, Lookup, PhaseSpec, Run, Sequence,
                               Stepper, Thunk, Walk)
 from .affine import INT_BOTTOM, see
 from .append import append_entry, fiber_writer
-from .level import Level, as_array, check_coords, check_ptr
+from .level import Level, as_array, as_shape, check_coords, check_ptr
 
 
 class SparseList(Level):
@@ -50,7 +50,7 @@ class SparseList(Level):
         if real is None:
             real = shape is None and (idx is None or np.asarray(idx).dtype.kind == "f")
         self.coord = "real" if real else "int"
-        self.shape = None if shape is None else int(shape)
+        self.shape = as_shape(shape, "SparseList")
         self.ptr = None if ptr is None else as_array(ptr, "ptr", np.int64)
         self.idx = None if idx is None else as_array(idx, "idx", np.float64 if real else np.int64)
 

@@ -21,7 +21,7 @@ from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Pinpoint, Run, Sequence, Spike
 from ..looplets.truncate import truncate
 from .affine import see
-from .level import Level, as_array, check_coords
+from .level import Level, as_array, as_shape, check_coords
 
 
 class SparsePoint(Level):
@@ -45,7 +45,7 @@ class SparsePoint(Level):
 
     def __init__(self, child: Level, idx=None, shape=None, positions: bool = False):
         self.child = child
-        self.shape = None if shape is None else int(shape)
+        self.shape = as_shape(shape, "SparsePoint")
         self.coord = "real" if shape is None else "int"
         self.positions = bool(positions)
         if self.positions and (self.coord != "int" or idx is not None):

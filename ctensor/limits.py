@@ -10,7 +10,10 @@ is a closed endpoint moved by ε, so every interval is closed over Limits: `[a, 
 """
 from __future__ import annotations
 
+import numbers
 from functools import total_ordering
+
+from .errors import FormatError
 
 
 def _sat(e: int) -> int:
@@ -34,10 +37,12 @@ class Limit:
     def __init__(self, value, eps: int = 0):
         if isinstance(value, Limit):
             value, eps = value.value, _sat(value.eps + eps)
-        if eps not in (-1, 0, 1):
-            raise ValueError(f"Limit eps must be -1, 0 or +1, got {eps!r}")
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"Limit value must be a real number, got {value!r}")
+        if isinstance(eps, bool) or eps not in (-1, 0, 1):
+            raise FormatError(f"Limit eps must be -1, 0 or +1, got {eps!r}")
         if value != value:
-            raise ValueError("Limit value must not be NaN")
+            raise FormatError("Limit value must not be NaN")
         self.value = value
         self.eps = int(eps)
 

@@ -79,6 +79,10 @@ class PointIndex:
 
     def __init__(self, points, cell_points: int = CELL_POINTS):
         t0 = time.perf_counter()
+        if isinstance(cell_points, (bool, str, bytes)) or not isinstance(cell_points, (int, float, np.integer, np.floating)):
+            raise TypeError(f"cell_points: expected a number, got {cell_points!r}")
+        if not 1 <= cell_points < math.inf:
+            raise FormatError(f"cell_points = {cell_points!r} is not a finite number >= 1")
         c = as_coords(points)
         self.n = n = len(c)
         lo = (c[:, 0].min(), c[:, 1].min()) if n else (0.0, 0.0)
@@ -90,7 +94,7 @@ class PointIndex:
         order = grid_order(c, cell)
         self.perm = order.astype(np.int32 if n < 2**31 else np.int64)
         ranks = np.arange(n, dtype=np.int64)
-        self.tensor = Tensor(grid_point_levels(c[order], ranks, n, cell[order], edges), name="points")
+        self.tensor = Tensor(grid_point_levels(c[order], ranks, n, cell[order], edges), name="points", owned=True)
         self.kernels, self._calls, self._native = {}, {}, {}
         self.build_seconds = time.perf_counter() - t0
 

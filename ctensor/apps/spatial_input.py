@@ -57,6 +57,8 @@ def pair_arg(v, name):
 
 
 def radius_arg(r):
+    if isinstance(r, (str, bytes)):
+        raise TypeError(f"r: expected a number, got {r!r}")
     try:
         r = float(r)
     except (TypeError, ValueError, OverflowError):

@@ -5,6 +5,8 @@ Each validates its input and raises `FormatError` naming the argument and the fi
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import FormatError
@@ -33,7 +35,7 @@ def _closed_arrays(closed, n):
     le = np.empty(n, np.int8)
     re = np.empty(n, np.int8)
     for k, c in enumerate(names):
-        if c not in CLOSED:
+        if not isinstance(c, str) or c not in CLOSED:
             raise FormatError(f"closed[{k}] = {c!r} is not one of {sorted(CLOSED)}")
         le[k], re[k] = CLOSED[c]
     return "mixed", le, re
@@ -206,11 +208,16 @@ def points(coords, grid=None) -> Tensor:
         raise FormatError(f"coords[{i}, {j}] = {c[i, j].item()!r} is not finite")
     if grid is None:
         order = np.lexsort(tuple(c[:, j] for j in reversed(range(d))))
-        return Tensor(point_levels(c[order], order.astype(np.int64), n), name="points")
+        # every buffer below is computed here (c[order] copies): nothing to detach
+        return Tensor(point_levels(c[order], order.astype(np.int64), n), name="points", owned=True)
     edges = grid_edges(c, grid)
     cell = grid_cells(c, edges)
     order = grid_order(c, cell)
-    return Tensor(grid_point_levels(c[order], order.astype(np.int64), n, cell[order], edges), name="points")
+    return Tensor(grid_point_levels(c[order], order.astype(np.int64), n, cell[order], edges), name="points",
+                  owned=True)
+
+
+MAX_CELLS_PER_POINT, MAX_CELLS = 64, 2**24     # a grid's cell directory: 8 bytes per cell
 
 
 def grid_edges(c: np.ndarray, grid) -> list:
@@ -228,6 +235,10 @@ def grid_edges(c: np.ndarray, grid) -> list:
     for k, m in enumerate(counts):
         if not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 1:
             raise FormatError(f"grid[{k}] = {m!r} is not a positive integer number of cells")
+    cells = math.prod(int(m) for m in counts)
+    if cells > max(MAX_CELLS_PER_POINT * len(c), MAX_CELLS):
+        raise FormatError(f"grid: {' x '.join(map(str, counts))} = {cells} cells for {len(c)} points; at most "
+                          f"max({MAX_CELLS_PER_POINT} per point, {MAX_CELLS}) (each cell costs 8 bytes)")
     span = [(c[:, k].min(), c[:, k].max()) if len(c) else (0.0, 1.0) for k in range(len(counts))]
     return [uniform_edges(float(a), float(b), int(m)) for (a, b), m in zip(span, counts)]
 

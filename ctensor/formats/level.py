@@ -147,8 +147,26 @@ def as_array(x, name: str, dtype=None, ndim=1) -> np.ndarray:
             if a.size and not np.all(a == np.round(a)):
                 bad = int(np.flatnonzero(a != np.round(a))[0])
                 raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not an integer")
+        if np.dtype(dtype).kind == "f" and a.dtype.kind in "iu" and a.dtype.itemsize == 8 and a.size:
+            with np.errstate(invalid="ignore"):
+                f = a.astype(dtype)
+                ok = (f < 2.0 ** (64 if a.dtype.kind == "u" else 63)) & (f.astype(a.dtype) == a)
+            if not ok.all():
+                bad = int(np.flatnonzero(~ok)[0])
+                raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not exactly a float64 (integers past "
+                                  "2**53 are rounded): pass floats")
         a = a.astype(dtype, copy=False)
     return np.ascontiguousarray(a)
+
+
+def writable_alias(a: np.ndarray) -> bool:
+    """Can someone write to `a`'s memory: is `a`, or an array it views, writeable?  Kernel outputs
+    (`runtime.buffers`) are read-only all the way down."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return True
+        a = a.base
+    return False
 
 
 def as_shape(shape, level: str):
@@ -206,6 +224,6 @@ CLOSED = {"left": (0, -1), "right": (1, 0), "both": (0, 0), "neither": (1, -1)}
 
 def closed_eps(closed: str, name="closed"):
     """(left ε, right ε) of a closedness name: 'left' = [a, b) = [a, b-ε]."""
-    if closed not in CLOSED:
+    if not isinstance(closed, str) or closed not in CLOSED:
         raise FormatError(f"{name}: expected one of {sorted(CLOSED)}, got {closed!r}")
     return CLOSED[closed]

@@ -6,13 +6,15 @@ Index order is row-major: `T[x, y, id]` reads the root level with x, its child w
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ..errors import FormatError
 from ..limits import Limit
 from .dense import Dense
 from .element import Element, Pattern
-from .level import Level
+from .level import Level, writable_alias
 from .sparse_list import SparseList
 
 
@@ -29,6 +31,13 @@ class Tensor:
         the leaf's fill value decides what is stored).
     name : str
         Used in error messages.
+    validate : bool
+        Check the buffers (default), then copy every writeable one (see `owned`).  Internal builders
+        that construct canonical buffers skip both.
+    owned : bool
+        The caller hands its buffers over and will not write to them.  By default every writeable
+        buffer is copied after validation, so that a later write to the caller's array cannot make
+        the tensor invalid (or send a kernel outside its buffers).
 
     Raises
     ------
@@ -36,7 +45,8 @@ class Tensor:
         The buffers violate the format (unsorted, overlapping, NaN, wrong lengths, ...).
     """
 
-    def __init__(self, format: Level, data=None, name: str = "tensor", validate: bool = True):
+    def __init__(self, format: Level, data=None, name: str = "tensor", validate: bool = True,
+                 owned: bool = False):
         if not isinstance(format, Level):
             raise TypeError(f"{name}: format must be a level such as ct.Dense(ct.Element(0.0)), got {format!r}")
         check_nest(format, name)
@@ -47,6 +57,8 @@ class Tensor:
         _assign_tile_axes(format, name)
         if validate and format.has_data():
             format.validate(1, name)
+        if validate and not owned:       # unchecked buffers are the caller's responsibility anyway
+            _detach(format)
 
     # ---- structure
     @property
@@ -87,6 +99,9 @@ class Tensor:
             coords = (coords,)
         if len(coords) != self.ndim:
             raise IndexError(f"{self.name} has {self.ndim} modes, got {len(coords)} coordinates")
+        bad = [c for c in coords if isinstance(c, bool) or not isinstance(c, (numbers.Real, Limit))]
+        if bad:
+            raise TypeError(f"{self.name}: coordinates must be numbers or ct.Limit, got {bad[0]!r}")
         if self.is_empty_format:
             return self.fill
         return self.level.eval(0, tuple(c if isinstance(c, (int, Limit)) else
@@ -121,6 +136,17 @@ class Tensor:
 
     def __repr__(self):
         return f"Tensor({self.level.format_str()}, ndim={self.ndim})"
+
+
+def _detach(root: Level):
+    """Copy every buffer of the tree that someone may still write to (the caller's arrays, views of
+    them): a tensor is validated once, here, so a later write through the caller's reference must
+    not reach it (a ptr changed to 10**9 sent a kernel outside its buffers).  Read-only buffers
+    (kernel outputs) are kept.  The levels are the caller's objects too: this rebinds their arrays."""
+    for lvl in root.levels():
+        for attr, v in list(vars(lvl).items()):
+            if isinstance(v, np.ndarray) and writable_alias(v):
+                setattr(lvl, attr, v.copy())
 
 
 def check_nest(root: Level, name: str):
@@ -162,6 +188,13 @@ def _build(fmt: Level, fibers: list, name: str, shape: tuple) -> Level:
         return Element(fmt.fill, val=np.array([f.item() for f in fibers]), dtype=
                        {"bool": np.bool_, "int": np.int64, "float": np.float64}[fmt.kind])
     if isinstance(fmt, Pattern):
+        # every entry that reaches a Pattern leaf is stored, hence true: a false one (below a Dense
+        # level, which stores every entry) cannot be represented
+        bad = next((k for k, f in enumerate(fibers) if np.any(f != True)), None)   # noqa: E712
+        if bad is not None:
+            raise FormatError(f"{name}: a Pattern leaf stores true entries only, but stored entry {bad} "
+                              f"(row-major among the stored ones) is {fibers[bad].item()!r}; use "
+                              "SparseList(Pattern()) or Dense(Element(False))")
         return Pattern()
     fill = fmt.fill
     if isinstance(fmt, Dense):

@@ -39,6 +39,20 @@ def _preprocess(text: str) -> str:
     return re.sub(r"\bd\(([^()]*)\)", measure, s)
 
 
+MAX_DEPTH = 250      # the lowering takes ~20 Python frames per level (`runtime.recursion.LIMIT`)
+
+
+def _depth(e) -> int:
+    """Nesting depth of an expression's operators, without recursion."""
+    best, stack = 0, [(e, 1)]
+    while stack:
+        e, d = stack.pop()
+        if isinstance(e, ECall):
+            best = max(best, d)
+            stack.extend((a, d + 1) for a in e.args)
+    return best
+
+
 def parse(text: str) -> Einsum:
     """Parse einsum text into an `Einsum`; raise InvalidProgramError on malformed input."""
     if not isinstance(text, str):
@@ -65,6 +79,10 @@ def parse(text: str) -> Einsum:
     rhs = _expr(rest[0], text)
     for f in rest[1:]:
         rhs = ECall("*", (rhs, _expr(f, text)))
+    depth = _depth(rhs)
+    if depth > MAX_DEPTH:
+        raise InvalidProgramError(f"einsum {text[:60]!r}... nests operators {depth} deep; at most {MAX_DEPTH} "
+                                  "(the compiler recurses over the expression): split it into several einsums")
     # output indices, measured indices and names standing alone as a dimension are loop indices;
     # lang.program settles the remaining names with the scalars actually passed
     known = set(out_idxs) | set(measures) | _standalone_names(stmt.value)

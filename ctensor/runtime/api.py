@@ -20,6 +20,8 @@ def kernel_cache() -> dict:
 
 
 def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=None):
+    if not isinstance(text, str):
+        raise TypeError(f"einsum text must be a str, got {type(text).__name__}")
     tensors, scalars = split_args(kwargs)
     fmt = tuple(sorted((k, t.level.format_key()) for k, t in tensors.items()))
     sk = tuple(sorted((k, s[1]) for k, s in scalars.items()))

@@ -26,7 +26,8 @@ class _CBuffer:
 
     def __init__(self, address: int, n: int, dtype: np.dtype):
         self.address = address
-        self.__array_interface__ = {"data": (address, False), "shape": (n,), "typestr": dtype.str,
+        # read-only: a tensor built on it need not copy it (`formats.level.detached`)
+        self.__array_interface__ = {"data": (address, True), "shape": (n,), "typestr": dtype.str,
                                     "version": 3}
 
     def __del__(self, _free=_libc.free, _ptr=ctypes.c_void_p):

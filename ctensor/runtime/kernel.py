@@ -36,6 +36,7 @@ from ..lower.tile import plan_tiles, tile_extents
 from ..lower.notation import Access, ScalarOut, Val
 from ..lower.program_notation import counting_additive, notation, root_cover
 from .buffers import adopt_array
+from .recursion import deep
 from .merge_output import merge_level, unmergeable
 from .output_format import NP_DTYPE, check_output_format, default_output
 from .packed import PackedCall
@@ -93,6 +94,7 @@ class Kernel:
     `guard_stats` (what the z3 guard prover did, `ctensor.analysis.guards`; None when off).
     """
 
+    @deep
     def __init__(self, text, kwargs, semiring=None, order=None, out=None, assume_valid=False,
                  prove_guards=None, split_sums=True, merge_output=False):
         t0 = time.perf_counter()

@@ -45,7 +45,7 @@ from ..formats.sparse_list import SparseList
 from ..formats.tensor import Tensor
 from ..runtime.api import compile as ct_compile
 from ..runtime.pyentry import native_entry, scalar_address
-from .spatial_input import as_coords, boxes_arg, pair_arg, radius_arg, replay
+from .spatial_input import as_coords, boxes_arg, cell_points_arg, pair_arg, radius_arg, replay
 
 __all__ = ["EINSUMS", "PointIndex", "box_query", "index", "radius_query"]
 
@@ -79,10 +79,7 @@ class PointIndex:
 
     def __init__(self, points, cell_points: int = CELL_POINTS):
         t0 = time.perf_counter()
-        if isinstance(cell_points, (bool, str, bytes)) or not isinstance(cell_points, (int, float, np.integer, np.floating)):
-            raise TypeError(f"cell_points: expected a number, got {cell_points!r}")
-        if not 1 <= cell_points < math.inf:
-            raise FormatError(f"cell_points = {cell_points!r} is not a finite number >= 1")
+        cell_points = cell_points_arg(cell_points)
         c = as_coords(points)
         self.n = n = len(c)
         lo = (c[:, 0].min(), c[:, 1].min()) if n else (0.0, 0.0)

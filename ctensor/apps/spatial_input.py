@@ -3,6 +3,7 @@ and radii, with errors naming the argument and its first bad element."""
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -54,6 +55,14 @@ def pair_arg(v, name):
     if a != a or b != b:
         raise FormatError(f"{name} = {v!r} has a NaN coordinate")
     return a, b
+
+
+def cell_points_arg(c):
+    if isinstance(c, bool) or not isinstance(c, numbers.Real):
+        raise TypeError(f"cell_points: expected a number, got {c!r}")
+    if not 1 <= c < math.inf:
+        raise FormatError(f"cell_points = {c!r} is not a finite number >= 1")
+    return c
 
 
 def radius_arg(r):

@@ -12,7 +12,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I1, I8, I64, PtrType
 from ..looplets.nodes import Value
-from .level import Level
+from .level import Level, float_exact
 
 DTYPES = {"bool": (np.bool_, I8), "int": (np.int64, I64), "float": (np.float64, F64)}
 
@@ -71,9 +71,7 @@ def _check_exact(src, val, kind, fill):
         (k in "iu" and src.dtype.itemsize == 8 and kind == "float")
     if not lossy or src.shape != val.shape:
         return
-    with np.errstate(invalid="ignore"):
-        lim = 2.0 ** (64 if k == "u" else 63)         # past it the cast back is undefined
-        ok = (val.astype(src.dtype) == src) & (val < lim) & (val >= -2.0 ** 63) if kind == "float" else val == src
+    ok = float_exact(src, val) if kind == "float" else val == src
     bad = np.flatnonzero(~np.asarray(ok))
     if bad.size:
         j = int(bad[0])

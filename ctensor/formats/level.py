@@ -148,15 +148,21 @@ def as_array(x, name: str, dtype=None, ndim=1) -> np.ndarray:
                 bad = int(np.flatnonzero(a != np.round(a))[0])
                 raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not an integer")
         if np.dtype(dtype).kind == "f" and a.dtype.kind in "iu" and a.dtype.itemsize == 8 and a.size:
-            with np.errstate(invalid="ignore"):
-                f = a.astype(dtype)
-                ok = (f < 2.0 ** (64 if a.dtype.kind == "u" else 63)) & (f.astype(a.dtype) == a)
+            ok = float_exact(a, a.astype(dtype))
             if not ok.all():
                 bad = int(np.flatnonzero(~ok)[0])
                 raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not exactly a float64 (integers past "
                                   "2**53 are rounded): pass floats")
         a = a.astype(dtype, copy=False)
     return np.ascontiguousarray(a)
+
+
+def float_exact(src: np.ndarray, conv: np.ndarray) -> np.ndarray:
+    """Where converting 64-bit integers `src` to floats `conv` kept the value (past 2**53 it rounds;
+    past the int range the cast back is undefined, so those count as changed)."""
+    with np.errstate(invalid="ignore"):
+        lim = 2.0 ** (64 if src.dtype.kind == "u" else 63)
+        return (conv.astype(src.dtype) == src) & (conv < lim) & (conv >= -2.0 ** 63)
 
 
 def writable_alias(a: np.ndarray) -> bool:

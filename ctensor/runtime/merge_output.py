@@ -160,16 +160,14 @@ def _identity(op, dtype):
 def unmergeable(out_fmt, plan) -> str | None:
     """Why a revisited output of this format cannot be merged (None when it can): the revisited
     level must be the last, a SparseRunList or SparseList under Dense levels only, over an
-    Element whose fill is ⊕'s identity or a Pattern; and every loop that
-    revisits it must run inside the loops of the other output indices, so that each fiber's
-    passes are contiguous in its buffers."""
+    Element (whose fill `output_format.check_output_format` made ⊕'s identity) or a Pattern; and
+    every loop that revisits it must run inside the loops of the other output indices, so that
+    each fiber's passes are contiguous in its buffers."""
     if out_fmt is None:          # (every reduction of lower.ops.SEMIRINGS is in UFUNCS)
         return "a scalar output has no coordinates to merge"
     modes, leaf = out_fmt.modes(), out_fmt.levels()[-1]
     if not all(isinstance(lv, Dense) for lv in modes[:-1]) or not isinstance(modes[-1], (SparseList, SparseRunList)):
         return "only the last output level may be sparse"
-    if isinstance(leaf, Element) and not _same(leaf.fill, plan.fill):
-        return f"the output's fill {leaf.fill!r} is not the identity of {plan.op!r}"
     if not isinstance(leaf, (Element, Pattern)) or modes[-1].child is not leaf:
         return "the sparse output level must hold the leaf"
     out_idxs = plan.einsum.out_idxs
@@ -181,10 +179,6 @@ def unmergeable(out_fmt, plan) -> str | None:
         return (f"the loop over {order[min(revisiting)]!r} runs outside the output index "
                 f"{order[max(outer_out)]!r}; pass order= with the output indices first")
     return None
-
-
-def _same(a, b) -> bool:
-    return a == b or (a != a and b != b)
 
 
 def merge_level(lvl, op):

@@ -44,7 +44,7 @@ def check_output_format(fmt: Level, plan):
         raise InvalidProgramError(f"out= leaf {leaf.format_str()} holds {leaf.kind} values but {es.out} = ... computes "
                                   f"{plan.out_kind} values (reduction {plan.op!r}); use "
                                   f"Element({plan.fill!r})")
-    if isinstance(leaf, Element) and not (leaf.fill == plan.fill or leaf.fill != leaf.fill and plan.fill != plan.fill):
+    if isinstance(leaf, Element) and leaf.fill != plan.fill:      # the identities: 0, False, True, ±inf
         # a kernel starts every output entry at the fill and ⊕-adds into it: another fill would
         # be ⊕-added to every stored value but not to the rest of the axis
         raise InvalidProgramError(f"out= leaf {leaf.format_str()} has fill {leaf.fill!r}, but an output's fill "

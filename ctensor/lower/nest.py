@@ -12,6 +12,12 @@ output position, and the reduction is + with either
 Each term then lowers on its own: a term whose loop is a single counting stepper collapses to a
 position difference (`ctensor.looplets.count`), and the code grows linearly in the terms instead
 of with every combination of their cursors' states.
+
+A pointwise ⊕ of many terms (`C[x] = A[x] | B[x] | D[x] | E[x]`, no reduction index) splits the
+same way, at the loop of the output's last index: its fiber is written once per term, and the
+runtime ⊕-merges the passes (`runtime.merge_output`) — exact for or/min/max, and for + up to the
+order of the float additions.  One pass over k unions of runs has a case for every combination
+of "in a run / in a gap" of the k cursors, 2**k code paths (k = 6 took seconds to compile).
 """
 from __future__ import annotations
 
@@ -27,10 +33,21 @@ def sum_terms(e) -> list:
     return [e]
 
 
-def loop_nest(order, extents, out_idxs, lhs, op, rhs, measures, fissionable: bool):
+def reduction_terms(e, op) -> list:
+    """The terms the top-level ⊕ of an expression combines, for the reduction op: `a + b` and
+    `a - b` (as a + -1*b) for +, `a | b` for or, `min(a, b, ..)` for min, `max(..)` for max."""
+    if op == "+":
+        return sum_terms(e)
+    if op in ("or", "min", "max") and isinstance(e, Call) and e.op == op:
+        return [t for a in e.args for t in reduction_terms(a, op)]
+    return [e]
+
+
+def loop_nest(order, extents, lhs, op, rhs, measures, terms=None, split_at=None):
     """Loops over `order` (outermost first) around `lhs op= rhs`; integer loops are guarded by a
-    non-empty test of their extent.  extents: index -> Extent.  fissionable: the sum may be split
-    (see the module docstring)."""
+    non-empty test of their extent.  extents: index -> Extent.  terms, split_at: `lhs op= t` for
+    each term t in its own nest of the loops order[split_at:] (see the module docstring); None or
+    one term: no split."""
     def wrap(idxs, stmt):
         for i in reversed(idxs):
             ext = extents[i]
@@ -39,11 +56,7 @@ def loop_nest(order, extents, out_idxs, lhs, op, rhs, measures, fissionable: boo
                 stmt = Sieve(ext.nonempty(), stmt)
         return stmt
 
-    p = 0
-    while p < len(order) and order[p] in out_idxs:
-        p += 1
-    terms = sum_terms(rhs) if op == "+" and fissionable and p < len(order) else [rhs]
-    if len(terms) == 1:
+    if split_at is None or terms is None or len(terms) < 2:
         return wrap(order, Assign(lhs, op, rhs, dict(measures)))
-    inner = Block([wrap(order[p:], Assign(lhs, op, t, dict(measures))) for t in terms])
-    return wrap(order[:p], inner)
+    inner = Block([wrap(order[split_at:], Assign(lhs, op, t, dict(measures))) for t in terms])
+    return wrap(order[:split_at], inner)

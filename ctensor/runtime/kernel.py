@@ -31,17 +31,22 @@ from ..lang.program import accesses, make_plan, scalar_names
 from ..looplets.nodes import Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower
-from ..lower.nest import loop_nest, sum_terms
+from ..lower.nest import loop_nest, reduction_terms, sum_terms
 from ..lower.tile import plan_tiles, tile_extents
 from ..lower.notation import Access, ScalarOut, Val
 from ..lower.program_notation import counting_additive, notation, root_cover
 from .buffers import adopt_array
 from .recursion import deep
-from .merge_output import merge_level, unmergeable
+from .merge_output import homogenize, merge_level, unmergeable
 from .output_format import NP_DTYPE, check_output_format, default_output
 from .packed import PackedCall
 
 _IR = {"bool": I8, "int": I64, "float": F64}
+# a pointwise ⊕ of this many terms or more compiles one loop nest per term (`lower.nest`): one
+# pass over k unions of runs has ~2**k code paths (k = 3: 0.2-0.6 s to compile, k = 4: 0.8-2.5 s,
+# k = 5: 2-8 s, k = 7: minutes), while the merge of the passes makes a call several times slower
+# (100k runs per term: 12 ms one pass, 84 ms split, at k = 4)
+POINTWISE_SPLIT = 4
 
 
 def split_args(kwargs):
@@ -87,7 +92,9 @@ class Kernel:
     coordinates (`C[x] = S[i, x] * d(i; counting)`, the coverage depth), the call runs a sibling
     kernel (`merge_output=True`) that appends every pass unchecked, and the runtime ⊕-merges the
     passes (`runtime.merge_output`).  `pack`/`address` run this kernel, which reports such data
-    with InvalidProgramError.
+    with InvalidProgramError.  A pointwise ⊕ of `POINTWISE_SPLIT` or more terms into such an
+    output (`C[x] = A[x] | B[x] | D[x]`) is compiled that way from the start, one pass per term;
+    code calling its `address` directly gets the unmerged passes.
 
     Attributes: `ir` (printed ctensor IR), `llvm_ir` (optimised LLVM IR), `address` (of the native
     function taking one pointer to an int64 argument block), `compile_seconds`, `plan`,
@@ -185,8 +192,21 @@ class Kernel:
             and any(m == "lebesgue" for m in plan.measures.values()) \
             and all(m == ("lebesgue" if plan.kinds[i] == "real" else "counting") for i, m in plan.measures.items()) \
             and len(sum_terms(rhs)) > 1
-        fission = fission or self.split_sums
-        lower(ctx, loop_nest(order, extents, es.out_idxs, lhs, plan.op, rhs, plan.measures, fission))
+        first_reduced = next((k for k, i in enumerate(order) if i not in es.out_idxs), len(order))
+        terms, split_at = None, None
+        if (fission or self.split_sums) and first_reduced < len(order):
+            terms, split_at = sum_terms(rhs), first_reduced
+        elif not plan.measures and tiling is None and self.out_fmt is not None \
+                and len(reduction_terms(rhs, plan.op)) >= POINTWISE_SPLIT:
+            # a pointwise ⊕ of many terms: one nest per term (`lower.nest`); a sparse last output
+            # level is then revisited, once per term, and merged by the runtime
+            terms = reduction_terms(rhs, plan.op)
+            if random_access:
+                split_at = 0
+            elif order[-1] == es.out_idxs[-1] and unmergeable(self.out_fmt, plan) is None:
+                split_at = len(order) - 1
+                self.merge_output = ctx.unordered_output = True
+        lower(ctx, loop_nest(order, extents, lhs, plan.op, rhs, plan.measures, terms, split_at))
         if self.out_fmt is None:
             val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
             ctx.emit(ir.Store(ir.Read(cell), b.i64(0), val))
@@ -385,18 +405,3 @@ def _all_finite(out) -> bool:
         val = out.level.levels()[-1].val
         return val is None or bool(np.isfinite(val).all())
     return math.isfinite(out)
-
-
-def homogenize(lvl: SparseRunList) -> SparseRunList:
-    """Store a heterogeneous run list as homogeneous when every endpoint has the same closedness."""
-    from ..formats.level import CLOSED
-    le, re = lvl.left_eps, lvl.right_eps
-    if len(le) == 0:
-        return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, "left")
-    if (le == le[0]).all() and (re == re[0]).all():
-        for name, (a, c) in CLOSED.items():
-            if a == le[0] and c == re[0]:
-                return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, name)
-    return lvl
-
-

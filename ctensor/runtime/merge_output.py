@@ -27,6 +27,7 @@ import numpy as np
 
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
+from ..formats.level import CLOSED
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
 
@@ -73,6 +74,10 @@ def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
     # how many runs cover each segment: +1 where a run starts, -1 after it ends
     starts, ends = np.bincount(a, minlength=nseg + 1), np.bincount(z, minlength=nseg + 1)
     covered = np.cumsum(starts - ends)[:nseg] > 0     # nseg >= 1: a run's end key follows its start key
+    # ±inf are not points of the real line: a pass whose run is closed there would leave a
+    # zero-length segment [-inf, -inf] where the passes over the open line (a term without that
+    # run, a literal) do not reach
+    covered &= ~(np.isinf(uv[:-1]) & (uv[1:] == uv[:-1]))
     if val is None:
         seg_val = None
     elif op == "+" and val.dtype.kind in "iub":
@@ -191,3 +196,17 @@ def merge_level(lvl, op):
         return SparseList(rebuilt(v), ptr, idx, shape=lvl.shape, real=lvl.coord == "real")
     ptr, left, le, right, re, v = merge_runs(lvl.ptr, lvl.left, lvl.left_eps, lvl.right, lvl.right_eps, val, op)
     return SparseRunList(rebuilt(v), ptr, left, right, None, le, re)
+
+
+def homogenize(lvl: SparseRunList) -> SparseRunList:
+    """Store a heterogeneous run list as homogeneous when every endpoint has the same closedness."""
+    le, re = lvl.left_eps, lvl.right_eps
+    if len(le) == 0:
+        return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, "left")
+    if (le == le[0]).all() and (re == re[0]).all():
+        for name, (a, c) in CLOSED.items():
+            if a == le[0] and c == re[0]:
+                return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, name)
+    return lvl
+
+

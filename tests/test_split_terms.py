@@ -1,0 +1,119 @@
+"""A pointwise ⊕ of many terms compiles one loop nest per term (`ctensor.lower.nest`), a sparse
+output merged by the runtime (`ctensor.runtime.merge_output`): unions and sums of k interval
+tracks, of pinpoint tensors, into Dense and Dense-over-runs outputs.  Oracle: the reference
+interpreter, and numpy for integer-indexed vectors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctensor as ct
+from ctensor.runtime.kernel import POINTWISE_SPLIT, Kernel
+
+from .helpers import breakpoints_1d, close, oracle, probes
+from .test_differential import interval_tensor
+from .test_merged_output import canonical
+
+
+def check_1d(text, semiring=None, **tensors):
+    kernel = ct.compile(text, semiring=semiring, **tensors)
+    out = kernel(**tensors)
+    ref = oracle(text, semiring=semiring, **tensors)
+    for p in probes(breakpoints_1d(*[t for t in tensors.values() if isinstance(t, ct.Tensor)], out)):
+        want = ref.at((p.value, p.eps))
+        assert close(out[p], want), (text, semiring, p, out[p], want)
+    canonical(out)
+    return kernel, out
+
+
+# op -> (how terms are joined, semiring, boolean tensors)
+JOIN = {"+": (lambda ts: " + ".join(ts), None, False),
+        "-": (lambda ts: ts[0] + "".join(f" - {t}" if k % 2 else f" + {t}" for k, t in enumerate(ts[1:])), None, False),
+        "|": (lambda ts: " | ".join(ts), None, True),
+        "min": (lambda ts: f"min({', '.join(ts)})", "min", False),
+        "max": (lambda ts: f"max({', '.join(ts)})", "max", False)}
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(st.sampled_from(sorted(JOIN)), st.integers(POINTWISE_SPLIT, 6), st.data())
+def test_pointwise_reduction_of_many_tracks(op, k, data):
+    """C[x] = T0[x] ⊕ T1[x] ⊕ …: every closedness kind, ±inf ends, pinpoints, touching runs."""
+    join, semiring, boolean = JOIN[op]
+    ts = {f"T{j}": data.draw(interval_tensor(boolean=boolean)) for j in range(k)}
+    terms = [f"T{j}[x]" for j in range(k)]
+    if data.draw(st.booleans()) and op in "+-":
+        terms[-1] = "2.5"                 # a literal term covers the whole line
+    kernel, _ = check_1d("C[x] = " + join(terms), semiring=semiring, **ts)
+    assert kernel.merge_output
+
+
+@st.composite
+def interval_sets(draw, k):
+    """k interval_sets S[i, x] over the same n ids (one interval per id, overlaps allowed)."""
+    n = draw(st.integers(1, 4))
+    out = []
+    for _ in range(k):
+        a = [draw(st.integers(-6, 10)) for _ in range(n)]
+        b = [x + draw(st.integers(1, 6)) for x in a]
+        out.append(ct.interval_set(np.array(a, float), np.array(b, float), closed=draw(st.sampled_from(["left", "both"]))))
+    return n, out
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(st.integers(POINTWISE_SPLIT, 5).flatmap(interval_sets))
+def test_union_of_interval_sets(sets):
+    """C[i, x] = S0[i, x] | S1[i, x] | …: a Dense id level over merged run lists, one fiber per id."""
+    n, sets = sets
+    text = "C[i, x] = " + " | ".join(f"S{j}[i, x]" for j in range(len(sets)))
+    args = {f"S{j}": s for j, s in enumerate(sets)}
+    out = ct.einsum(text, **args)
+    ref = oracle(text, **args)
+    for i in range(n):
+        for p in probes(breakpoints_1d(*sets, out)):
+            assert close(out[i, p], ref.at(i, (p.value, p.eps))), (i, p)
+
+
+@pytest.mark.parametrize("k", [3, 6])
+def test_sum_of_pinpoint_tensors(k):
+    """C[x] = P0[x] + …: pinpoints (SparseList of real coordinates) merged by coordinate."""
+    rng = np.random.default_rng(k)
+    args, want = {}, {}
+    for j in range(k):
+        xs = np.unique(rng.integers(0, 12, 6)).astype(float)
+        vals = rng.integers(-3, 4, len(xs)).astype(float)
+        args[f"P{j}"] = ct.Tensor(ct.SparseList(ct.Element(0.0, val=vals), np.array([0, len(xs)]), xs, real=True))
+        for x, v in zip(xs, vals):
+            want[x] = want.get(x, 0.0) + v
+    out = ct.einsum("C[x] = " + " + ".join(f"P{j}[x]" for j in range(k)), **args)
+    got = {((c[0]) if not isinstance(c[0], tuple) else c[0][0].value): v for c, v in out.pieces()}
+    assert got == want
+
+
+@pytest.mark.parametrize("k", [3, 7])
+def test_dense_sum_of_sparse_vectors(k):
+    """C[i] = V0[i] + …: integer vectors summed exactly into a Dense output."""
+    rng = np.random.default_rng(k)
+    args, want = {}, np.zeros(40, np.int64)
+    for j in range(k):
+        idx = np.unique(rng.integers(0, 40, 12))
+        vals = rng.integers(-2**62, 2**62, len(idx))
+        args[f"V{j}"] = ct.Tensor(ct.SparseList(ct.Element(0, val=vals), np.array([0, len(idx)]), idx, shape=40))
+        want[idx] += vals                     # wraps modulo 2**64, as int64 sums do in any order
+    out = ct.einsum("C[i] = " + " + ".join(f"V{j}[i]" for j in range(k)), **args)
+    np.testing.assert_array_equal(out.to_numpy(), want)
+
+
+def test_code_grows_linearly_in_the_terms():
+    """One pass over k unions of runs has 2**k code paths; one nest per term, k."""
+    rng = np.random.default_rng(0)
+
+    def size(k):
+        ts = {}
+        for j in range(k):
+            s = np.sort(rng.choice(50, 8, replace=False)).astype(float)
+            ts[f"T{j}"] = ct.intervals(s, s + 0.5)
+        return len(Kernel("C[x] = " + " | ".join(f"T{j}[x]" for j in range(k)), ts).ir)
+
+    assert size(8) < 2.5 * size(4)

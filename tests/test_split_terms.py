@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctensor as ct
+from ctensor.lower.nest import UNION_MIN
 from ctensor.runtime.kernel import POINTWISE_SPLIT, Kernel
 
 from .helpers import breakpoints_1d, close, oracle, probes
@@ -37,16 +38,48 @@ JOIN = {"+": (lambda ts: " + ".join(ts), None, False),
 
 
 @settings(max_examples=max(10, settings().max_examples // 3))
-@given(st.sampled_from(sorted(JOIN)), st.integers(POINTWISE_SPLIT, 6), st.data())
-def test_pointwise_reduction_of_many_tracks(op, k, data):
-    """C[x] = T0[x] ⊕ T1[x] ⊕ …: every closedness kind, ±inf ends, pinpoints, touching runs."""
+@given(st.sampled_from(sorted(JOIN)), st.integers(UNION_MIN, 6), st.data())
+def test_union_protocol(op, k, data):
+    """C[x] = T0[x] ⊕ T1[x] ⊕ …, every closedness kind, ±inf ends, pinpoints, touching runs: one
+    pass reading every track by the union protocol (`formats.run_union`), no merge."""
     join, semiring, boolean = JOIN[op]
     ts = {f"T{j}": data.draw(interval_tensor(boolean=boolean)) for j in range(k)}
     terms = [f"T{j}[x]" for j in range(k)]
     if data.draw(st.booleans()) and op in "+-":
-        terms[-1] = "2.5"                 # a literal term covers the whole line
+        terms.append("2.5")               # a literal term covers the whole line
     kernel, _ = check_1d("C[x] = " + join(terms), semiring=semiring, **ts)
+    assert not kernel.merge_output
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(st.integers(POINTWISE_SPLIT, 5), st.data())
+def test_split_into_merged_passes(k, data):
+    """Terms the union protocol cannot read (a comparison, a product) are split into one nest
+    each, the passes merged by the runtime."""
+    ts = {f"T{j}": data.draw(interval_tensor()) for j in range(k + 1)}
+    kernel, _ = check_1d("C[x] = " + " | ".join(f"(T{j}[x] > T{j + 1}[x])" for j in range(k)), **ts)
     assert kernel.merge_output
+    ts = {f"T{j}": data.draw(interval_tensor()) for j in range(k + 1)}
+    kernel, _ = check_1d("C[x] = " + " + ".join(f"T{j}[x] * T{j + 1}[x]" for j in range(k)), **ts)
+    assert kernel.merge_output
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(st.sampled_from([("|", "lebesgue", "+"), ("|", "boolean", "or"), ("+", "lebesgue", "+"),
+                        ("+", "counting", "+"), ("max", "lebesgue", "+")]), st.integers(UNION_MIN, 5), st.data())
+def test_union_under_a_measure_and_a_product(case, k, data):
+    """s[] = (T0[x] ⊕ …) * d(x; measure) and C[x] = (T0[x] ⊕ …) * M[x]: the chain is not at the
+    top, so it cannot be split; the union protocol keeps it linear."""
+    op, measure, semiring = case
+    join = JOIN[op][0]
+    ts = {f"T{j}": data.draw(interval_tensor(boolean=op == "|", allow_inf=measure != "lebesgue"))
+          for j in range(k)}
+    chain = join([f"T{j}[x]" for j in range(k)])
+    text = f"s[] = ({chain}) * d(x; {measure})"
+    got = ct.einsum(text, semiring=semiring, **ts)
+    assert close(got, oracle(text, semiring=semiring, **ts).value), text
+    M = data.draw(interval_tensor())
+    check_1d(f"C[x] = ({chain}) * M[x]", M=M, **ts)
 
 
 @st.composite
@@ -106,7 +139,8 @@ def test_dense_sum_of_sparse_vectors(k):
 
 
 def test_code_grows_linearly_in_the_terms():
-    """One pass over k unions of runs has 2**k code paths; one nest per term, k."""
+    """One pass over k unions of runs has 2**k code paths; the union protocol and one nest per
+    term, k."""
     rng = np.random.default_rng(0)
 
     def size(k):
@@ -114,6 +148,9 @@ def test_code_grows_linearly_in_the_terms():
         for j in range(k):
             s = np.sort(rng.choice(50, 8, replace=False)).astype(float)
             ts[f"T{j}"] = ct.intervals(s, s + 0.5)
-        return len(Kernel("C[x] = " + " | ".join(f"T{j}[x]" for j in range(k)), ts).ir)
+        return len(Kernel(text(k), ts).ir)
 
-    assert size(8) < 2.5 * size(4)
+    for text in (lambda k: "C[x] = " + " | ".join(f"T{j}[x]" for j in range(k)),            # union protocol
+                 lambda k: "s[] = (" + " + ".join(f"T{j}[x]" for j in range(k)) + ") * d(x; lebesgue)",
+                 lambda k: "C[x] = " + " | ".join(f"(T{j}[x] > 0.5)" for j in range(k))):   # split
+        assert size(8) < 2.5 * size(4)

@@ -257,6 +257,14 @@ class VSparseRunList:
                          PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
         return Thunk(body, preamble=preamble)
 
+    def unfurl_union(self, ctx, pos):
+        """The fiber as alternating gap and run chunks of runtime values (`formats.run_union`), or
+        None when the child is not a leaf."""
+        if self.mode != "read" or not getattr(self.child, "is_leaf", False):
+            return None
+        from .run_union import unfurl_union
+        return unfurl_union(self, ctx, pos)
+
     def unfurl_reversed(self, ctx, pos, ext):
         from .reverse import reversed_sparse_run_list
         return reversed_sparse_run_list(self, ctx, pos)

@@ -192,8 +192,10 @@ def stepper_pass(ctx, loop):
             acc.tns.preamble(ctx)
             stops[acc] = _bind(ctx, acc.tns.stop(ctx), acc.name + "_stop")
         step_stop = ext.stop
-        for s in stops.values():
+        for k, s in enumerate(stops.values()):
             step_stop = lim_min(step_stop, s)
+            if 0 < k < len(stops) - 1:     # a let per partial minimum: the select trees nest
+                step_stop = _bind(ctx, step_stop, loop.idx + "_min")
         step_stop = _bind(ctx, step_stop, loop.idx + "_step")
         step = Extent(i0, step_stop, ext.continuous)
         chunks = {acc: truncate(acc.tns.chunk(ctx), Extent(i0, stops[acc], ext.continuous), step)

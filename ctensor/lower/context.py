@@ -30,6 +30,7 @@ class Context:
         # sparse outputs take appends in any coordinate order (a revisited output, merged after the
         # call by `runtime.merge_output`) instead of failing with STATUS_OUTPUT_ORDER
         self.unordered_output = False
+        self.union_reads = False        # some access is read by the union protocol (`formats.run_union`)
 
     # ---------------------------------------------------------------- names and params
     def fresh(self, hint: str) -> str:

@@ -69,7 +69,12 @@ def unfurl_accesses(ctx, loop: Loop):
         if acc.idxs and acc.idxs[0] == loop.idx and isinstance(acc.tns, (Fiber, Hollow)):
             t = acc.tns
             if isinstance(t, Fiber):
-                lp = t.level.unfurl(ctx, t.pos, loop.ext, "read")
+                union = getattr(t.level, "unfurl_union", None) if acc.union and t.cell is None else None
+                lp = union(ctx, t.pos) if union is not None else None
+                if lp is not None:
+                    ctx.union_reads = True
+                else:
+                    lp = t.level.unfurl(ctx, t.pos, loop.ext, "read")
             else:
                 lp = t.level.unfurl(ctx, t.pos, loop.ext, "update", t.dirty)
             return replace(acc, tns=lp)
@@ -179,7 +184,10 @@ def emit_assign(ctx, a: Assign):
             return
         h.level.write_leaf(ctx, h.pos, a.op, rhs)
         if h.dirty is not None:
-            ctx.assign(h.dirty, b.TRUE)
+            # union reads hand out their gaps' fill as runtime values: writing the fill (⊕'s
+            # identity, `check_output_format`) changes nothing, so it makes no entry
+            ctx.assign(h.dirty, b.lor(ir.Read(h.dirty), b.ne(rhs, b.const(h.level.fill, rhs.type)))
+                       if ctx.union_reads else b.TRUE)
         return
     raise InvalidProgramError(f"output {getattr(lhs, 'name', lhs)} could not be lowered to a write")
 

@@ -21,7 +21,13 @@ of "in a run / in a gap" of the k cursors, 2**k code paths (k = 6 took seconds t
 """
 from __future__ import annotations
 
-from .notation import Assign, Block, Call, Lit, Loop, Sieve
+from dataclasses import replace
+
+from .notation import Access, Assign, Block, Call, Lit, Loop, Sieve, map_accesses
+
+# a ⊕-chain with this many tensor accesses reads them by the union protocol (`formats.run_union`)
+UNION_MIN = 4
+_FAMILY = {"+": "+", "-": "+", "or": "or", "min": "min", "max": "max"}
 
 
 def sum_terms(e) -> list:
@@ -60,3 +66,58 @@ def loop_nest(order, extents, lhs, op, rhs, measures, terms=None, split_at=None)
         return wrap(order, Assign(lhs, op, rhs, dict(measures)))
     inner = Block([wrap(order[split_at:], Assign(lhs, op, t, dict(measures))) for t in terms])
     return wrap(order[:split_at], inner)
+
+
+def mark_unions(rhs):
+    """Mark the accesses that are terms of a long chain of +/-, or, min or max (`UNION_MIN` or
+    more, possibly negated or scaled by a literal): their fills are not annihilated by the chain,
+    so sparse skipping gains nothing there, and reading them by the union protocol keeps the code
+    linear in the terms.  The level decides whether it can (`unfurl_union`)."""
+    marked = set()
+
+    def chain(e, fam):
+        if isinstance(e, Call) and _FAMILY.get(e.op) == fam:
+            return [t for a in e.args for t in chain(a, fam)]
+        return [e]
+
+    def strip(t):
+        while isinstance(t, Call) and (t.op == "neg" or t.op == "*" and len(t.args) == 2 and isinstance(t.args[0], Lit)):
+            t = t.args[-1]
+        return t
+
+    def visit(e):
+        if not isinstance(e, Call):
+            return
+        fam = _FAMILY.get(e.op)
+        terms = chain(e, fam) if fam else list(e.args)
+        accs = [strip(t) for t in terms]
+        accs = [a for a in accs if isinstance(a, Access) and a.idxs]
+        if fam and len(accs) >= UNION_MIN:
+            marked.update(id(a) for a in accs)
+        for t in terms:
+            visit(strip(t))
+    visit(rhs)
+    return map_accesses(rhs, lambda a: replace(a, union=True) if id(a) in marked else a)
+
+
+def union_read(term, tensors) -> bool:
+    """Will this term of a ⊕-chain lower with no cursor state of its own to combine: no tensor
+    access (a literal, a scalar), or an access marked by `mark_unions` whose levels are Dense
+    down to a SparseRunList holding the leaf, read plainly (no affine map)?  A chain of such
+    terms compiles to linear code in one pass, so it is not split (`runtime.kernel`)."""
+    from ..formats.affine import VAffine
+    from ..formats.dense import Dense
+    from ..formats.sparse_run_list import SparseRunList
+    from .notation import walk_accesses
+    accs = list(walk_accesses(term))
+    if not accs:
+        return True
+    a = accs[0]
+    while isinstance(term, Call) and (term.op == "neg" or term.op == "*" and isinstance(term.args[0], Lit)):
+        term = term.args[-1]
+    if len(accs) > 1 or a is not term or not a.union or isinstance(getattr(a.tns, "level", None), VAffine):
+        return False
+    t = tensors[a.name]
+    modes = t.modes()
+    return all(isinstance(m, Dense) for m in modes[:-1]) and isinstance(modes[-1], SparseRunList) \
+        and getattr(modes[-1].child, "is_leaf", False)

@@ -59,6 +59,9 @@ class Access:
     # indices whose loop extent holds every coordinate stored in this fiber along them (a tile
     # piece equal to a whole grid cell, `lower.tile.lower_piece`): their levels skip the tests
     covered: frozenset = frozenset()
+    # a term of a long ⊕-chain its fill does not annihilate: read by the union protocol
+    # (`lower.nest.mark_unions`, `formats.run_union`)
+    union: bool = False
 
 
 @dataclass(frozen=True, eq=False)

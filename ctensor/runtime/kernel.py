@@ -31,9 +31,9 @@ from ..lang.program import accesses, make_plan, scalar_names
 from ..looplets.nodes import Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower
-from ..lower.nest import loop_nest, reduction_terms, sum_terms
+from ..lower.nest import loop_nest, mark_unions, reduction_terms, sum_terms, union_read
 from ..lower.tile import plan_tiles, tile_extents
-from ..lower.notation import Access, ScalarOut, Val
+from ..lower.notation import Access, ScalarOut, Val, walk_accesses
 from ..lower.program_notation import counting_additive, notation, root_cover
 from .buffers import adopt_array
 from .recursion import deep
@@ -177,7 +177,7 @@ class Kernel:
             vout.declare(ctx, b.i64(1))
             lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
         tiling = plan_tiles(es, plan, tensors)
-        rhs = notation(plan.rhs, roots, svals, plan.kinds, tiling, root_cover(plan, vlevels, tiling))
+        rhs = mark_unions(notation(plan.rhs, roots, svals, plan.kinds, tiling, root_cover(plan, vlevels, tiling)))
         extents = {i: vlevels[plan.source[i]].extent() for i in plan.order}
         order = plan.order
         if tiling is not None:
@@ -197,7 +197,7 @@ class Kernel:
         if (fission or self.split_sums) and first_reduced < len(order):
             terms, split_at = sum_terms(rhs), first_reduced
         elif not plan.measures and tiling is None and self.out_fmt is not None \
-                and len(reduction_terms(rhs, plan.op)) >= POINTWISE_SPLIT:
+                and _split_pointwise(reduction_terms(rhs, plan.op), tensors):
             # a pointwise ⊕ of many terms: one nest per term (`lower.nest`); a sparse last output
             # level is then revisited, once per term, and merged by the runtime
             terms = reduction_terms(rhs, plan.op)
@@ -397,6 +397,13 @@ class Kernel:
                 return homogenize(merge_level(out, self.plan.op) if self.merge_output else out)
             raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
         return build(self.out_fmt, 0, 1)
+
+
+def _split_pointwise(terms, tensors) -> bool:
+    """Split a pointwise ⊕ into one nest per term: `POINTWISE_SPLIT` or more terms read tensors,
+    and not all of them by the union protocol (`lower.nest.union_read`: one pass is linear then)."""
+    stateful = [t for t in terms if next(walk_accesses(t), None) is not None]
+    return len(stateful) >= POINTWISE_SPLIT and not all(union_read(t, tensors) for t in stateful)
 
 
 def _all_finite(out) -> bool:

@@ -1,0 +1,109 @@
+"""The union protocol of a run list: a SparseRunList fiber read as one Stepper over the whole line
+whose chunks alternate gap and run, each a Run of a *runtime* value (the fill in a gap).
+
+The usual unfurl (`VSparseRunList.unfurl`) describes a chunk as a Sequence of a fill phase and a
+stored phase, so the lowering can skip what the fill annihilates (`x * 0`, `x & false`).  Where
+k fibers are combined by an operator the fill does not annihilate (`T0[x] | T1[x] | …`, a sum),
+there is nothing to skip, and the Sequence passes emit a case for every combination of the k
+cursors' states: 2**k code paths or more (k = 5 unions compiled in seconds, k = 7 in minutes).
+Here every chunk is one Run whose value is selected at run time, so the Stepper pass merges the
+k fibers with one body: the k-way merge of breakpoints a hand-written sweep does, linear code.
+Chosen per access by `lower.nest.mark_unions`; exact for any fill (the gap's value is the fill).
+
+State of the cursor: q (the current stored run, or q_stop past the last) and `inside` (the
+cursor is in run q, not in the gap before it).  Touching runs (next start = stop + ε) have an
+empty gap between them, which is skipped; a gap of canonical input is otherwise non-empty.
+"""
+from __future__ import annotations
+
+import math
+
+from ..extents import Extent, SymLimit, lim_le
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.types import F64, I1, I8, I64
+from ..looplets.nodes import FillLeaf, Run, Stepper, Thunk, Value
+from .affine import see
+from .element import ir_type
+
+
+def unfurl_union(lv, ctx, pos):
+    """The union protocol of fiber `pos` of the read SparseRunList `lv` (a VSparseRunList whose
+    child is an Element or Pattern leaf)."""
+    st, n = {}, lv.name
+    kind = lv.child.kind
+    ty = ir_type(kind)
+    line = Extent.real()
+
+    def preamble(ctx):
+        st["q"] = ctx.mut(I64, b.load(lv.ptr, pos), n + "_q")
+        st["q_stop"] = ctx.let(b.load(lv.ptr, b.add(pos, b.i64(1))), n + "_q_stop")
+        st["in"] = ctx.mut(I1, b.FALSE, n + "_in")
+
+    def seek(ctx, e):
+        q, q_stop = st["q"], st["q_stop"]
+
+        def search():
+            key = lambda k: lim_le(e.start, see(lv, lv._right(k)))
+            ctx.assign(q, ctx.search_first_ge(key, ir.Read(q), q_stop, n + "_s"))
+        ctx.if_(b.lt(ir.Read(q), q_stop),
+                lambda: ctx.if_(b.lnot(lim_le(e.start, see(lv, lv._right(ir.Read(q))))), search))
+        # the first run ending at or after the start: the cursor is inside it when it has begun
+        ctx.assign(st["in"], b.FALSE)
+        ctx.if_(b.lt(ir.Read(q), q_stop),
+                lambda: ctx.assign(st["in"], lim_le(see(lv, lv._left(ir.Read(q))), e.start)))
+
+    def step_preamble(ctx):
+        qv = st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
+        inside = st["inside"] = ctx.let(ir.Read(st["in"]), n + "_inside")
+        # past the last run: a gap to +inf (beyond every loop's stop, so never `full`)
+        sv = ctx.mut(F64, b.f64(math.inf), n + "_sv")
+        se = ctx.mut(I8, b.i8(0), n + "_se")
+        val = ctx.mut(ty, b.const(lv.fill, ty) if kind != "bool" else (b.TRUE if lv.fill else b.FALSE), n + "_val")
+
+        def run():
+            r = see(lv, lv._right(qv))
+            ctx.assign(sv, r.v)
+            ctx.assign(se, r.e)
+            leaf = lv.child.read_leaf(ctx, qv)
+            ctx.assign(val, _leaf_expr(leaf, kind))
+
+        def gap():
+            s = line.minus_unit(see(lv, lv._left(qv)))
+            ctx.assign(sv, s.v)
+            ctx.assign(se, s.e)
+        ctx.if_(b.lt(qv, st["q_stop"]), lambda: ctx.if_(inside, run, gap))
+        st["stop"] = SymLimit(ctx.let(ir.Read(sv), n + "_stop"), ctx.let(ir.Read(se), n + "_stop_e"))
+        st["val"] = ctx.let(ir.Read(val), n + "_value")
+
+    def chunk(ctx):
+        return Run(Value(st["val"], kind))
+
+    def nxt(ctx, full):
+        q, qv = st["q"], st["qv"]
+
+        def advance():
+            def leave_run():
+                # the next run begins right after this one (touching): the gap is empty
+                nq = ctx.let(b.add(qv, b.i64(1)), n + "_nq")
+                ctx.assign(q, nq)
+                touch = ctx.mut(I1, b.FALSE, n + "_touch")
+                ctx.if_(b.lt(nq, st["q_stop"]),
+                        lambda: ctx.assign(touch, _touching(see(lv, lv._right(qv)), see(lv, lv._left(nq)))))
+                ctx.assign(st["in"], ir.Read(touch))
+            ctx.if_(st["inside"], leave_run, lambda: ctx.assign(st["in"], b.TRUE))
+        ctx.if_(full, advance)
+
+    stepper = Stepper(seek=seek, preamble=step_preamble, stop=lambda ctx: st["stop"], chunk=chunk, next=nxt)
+    return Thunk(stepper, preamble=preamble)
+
+
+def _touching(r: SymLimit, l: SymLimit):
+    """i1: the Limit l is r + ε (l follows r with no point between them)."""
+    return b.land(b.eq(r.v, l.v), b.eq(b.add(r.e, b.i8(1)), l.e))
+
+
+def _leaf_expr(leaf, kind):
+    if isinstance(leaf, FillLeaf):
+        return b.const(leaf.value, ir_type(kind)) if kind != "bool" else (b.TRUE if leaf.value else b.FALSE)
+    return leaf.expr

@@ -108,6 +108,32 @@ def test_union_of_interval_sets(sets):
             assert close(out[i, p], ref.at(i, (p.value, p.eps))), (i, p)
 
 
+@st.composite
+def pinpoints_1d(draw):
+    """A 1-D tensor of float values at sorted distinct real pinpoints (SparseList of reals)."""
+    xs = sorted(draw(st.sets(st.integers(-6, 12), max_size=6)))
+    vals = [draw(st.sampled_from([1.0, 2.0, -1.5, 0.0])) for _ in xs]
+    return ct.Tensor(ct.SparseList(ct.Element(0.0, val=np.array(vals, float)), np.array([0, len(xs)]),
+                                   np.array(xs, float), real=True))
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(st.sampled_from([("+", "counting", None), ("|", "counting", None), ("|", "boolean", "or"),
+                        ("max", "counting", None)]), st.integers(UNION_MIN, 6), st.data())
+def test_union_protocol_on_pinpoints(case, k, data):
+    """Pinpoint lists read as alternating gap and point chunks: a scalar under a measure, and a
+    continuous output (`formats.run_union` on a SparseList of reals)."""
+    op, measure, semiring = case
+    ts = {f"P{j}": data.draw(pinpoints_1d()) for j in range(k)}
+    chain = JOIN[op][0]([f"P{j}[x]" for j in range(k)])
+    text = f"s[] = ({chain}) * d(x; {measure})"
+    got = ct.einsum(text, semiring=semiring, **ts)
+    assert close(got, oracle(text, semiring=semiring, **ts).value), text
+    if op != "max":
+        kernel, _ = check_1d(f"C[x] = {chain}", **ts)
+        assert not kernel.merge_output
+
+
 @pytest.mark.parametrize("k", [3, 6])
 def test_sum_of_pinpoint_tensors(k):
     """C[x] = P0[x] + …: pinpoints (SparseList of real coordinates) merged by coordinate."""

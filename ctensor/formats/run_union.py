@@ -1,5 +1,6 @@
-"""The union protocol of a run list: a SparseRunList fiber read as one Stepper over the whole line
-whose chunks alternate gap and run, each a Run of a *runtime* value (the fill in a gap).
+"""The union protocol of a run list: a SparseRunList fiber (or a SparseList of pinpoints, runs
+[x, x]) read as one Stepper over the whole line whose chunks alternate gap and run, each a Run of
+a *runtime* value (the fill in a gap).
 
 The usual unfurl (`VSparseRunList.unfurl`) describes a chunk as a Sequence of a fill phase and a
 stored phase, so the lowering can skip what the fill annihilates (`x * 0`, `x & false`).  Where
@@ -23,13 +24,14 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I1, I8, I64
 from ..looplets.nodes import FillLeaf, Run, Stepper, Thunk, Value
-from .affine import see
 from .element import ir_type
 
 
-def unfurl_union(lv, ctx, pos):
-    """The union protocol of fiber `pos` of the read SparseRunList `lv` (a VSparseRunList whose
-    child is an Element or Pattern leaf)."""
+def unfurl_union(lv, ctx, pos, left, right):
+    """The union protocol of fiber `pos` of the read level `lv` (a VSparseRunList, or a
+    VSparseList of real coordinates, whose child is an Element or Pattern leaf; its `ptr`,
+    `fill`, `child` and `name`).  left(k), right(k): the SymLimits, in the loop's frame, of
+    stored entry k's first and last coordinates (equal for a pinpoint)."""
     st, n = {}, lv.name
     kind = lv.child.kind
     ty = ir_type(kind)
@@ -44,14 +46,14 @@ def unfurl_union(lv, ctx, pos):
         q, q_stop = st["q"], st["q_stop"]
 
         def search():
-            key = lambda k: lim_le(e.start, see(lv, lv._right(k)))
+            key = lambda k: lim_le(e.start, right(k))
             ctx.assign(q, ctx.search_first_ge(key, ir.Read(q), q_stop, n + "_s"))
         ctx.if_(b.lt(ir.Read(q), q_stop),
-                lambda: ctx.if_(b.lnot(lim_le(e.start, see(lv, lv._right(ir.Read(q))))), search))
+                lambda: ctx.if_(b.lnot(lim_le(e.start, right(ir.Read(q)))), search))
         # the first run ending at or after the start: the cursor is inside it when it has begun
         ctx.assign(st["in"], b.FALSE)
         ctx.if_(b.lt(ir.Read(q), q_stop),
-                lambda: ctx.assign(st["in"], lim_le(see(lv, lv._left(ir.Read(q))), e.start)))
+                lambda: ctx.assign(st["in"], lim_le(left(ir.Read(q)), e.start)))
 
     def step_preamble(ctx):
         qv = st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
@@ -62,14 +64,14 @@ def unfurl_union(lv, ctx, pos):
         val = ctx.mut(ty, b.const(lv.fill, ty) if kind != "bool" else (b.TRUE if lv.fill else b.FALSE), n + "_val")
 
         def run():
-            r = see(lv, lv._right(qv))
+            r = right(qv)
             ctx.assign(sv, r.v)
             ctx.assign(se, r.e)
             leaf = lv.child.read_leaf(ctx, qv)
             ctx.assign(val, _leaf_expr(leaf, kind))
 
         def gap():
-            s = line.minus_unit(see(lv, lv._left(qv)))
+            s = line.minus_unit(left(qv))
             ctx.assign(sv, s.v)
             ctx.assign(se, s.e)
         ctx.if_(b.lt(qv, st["q_stop"]), lambda: ctx.if_(inside, run, gap))
@@ -89,7 +91,7 @@ def unfurl_union(lv, ctx, pos):
                 ctx.assign(q, nq)
                 touch = ctx.mut(I1, b.FALSE, n + "_touch")
                 ctx.if_(b.lt(nq, st["q_stop"]),
-                        lambda: ctx.assign(touch, _touching(see(lv, lv._right(qv)), see(lv, lv._left(nq)))))
+                        lambda: ctx.assign(touch, _touching(right(qv), left(nq))))
                 ctx.assign(st["in"], ir.Read(touch))
             ctx.if_(st["inside"], leave_run, lambda: ctx.assign(st["in"], b.TRUE))
         ctx.if_(full, advance)

@@ -166,6 +166,15 @@ class VSparseList:
             return None
         return lambda ctx, pos: self.child.leaf_count(ctx, ctx.let(b.load(self.ptr, pos), self.name + "_at"))
 
+    def unfurl_union(self, ctx, pos):
+        """A fiber of real pinpoints as alternating gap and point chunks of runtime values
+        (`formats.run_union`), or None (integer coordinates, a child that is not a leaf)."""
+        if self.mode != "read" or self.coord != "real" or not getattr(self.child, "is_leaf", False):
+            return None
+        from .run_union import unfurl_union
+        at = lambda k: self._lim(b.load(self.idx, k))
+        return unfurl_union(self, ctx, pos, at, at)
+
     # ---------------------------------------------------------------- read
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         if mode != "read":

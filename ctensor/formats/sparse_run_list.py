@@ -263,7 +263,7 @@ class VSparseRunList:
         if self.mode != "read" or not getattr(self.child, "is_leaf", False):
             return None
         from .run_union import unfurl_union
-        return unfurl_union(self, ctx, pos)
+        return unfurl_union(self, ctx, pos, lambda k: see(self, self._left(k)), lambda k: see(self, self._right(k)))
 
     def unfurl_reversed(self, ctx, pos, ext):
         from .reverse import reversed_sparse_run_list

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .notation import Access, Assign, Block, Call, Lit, Loop, Sieve, map_accesses
+from .notation import Access, Assign, Block, Call, Lit, Loop, Sieve, Val, map_accesses
 
 # a ⊕-chain with this many tensor accesses reads them by the union protocol (`formats.run_union`)
 UNION_MIN = 4
@@ -68,9 +68,20 @@ def loop_nest(order, extents, lhs, op, rhs, measures, terms=None, split_at=None)
     return wrap(order[:split_at], inner)
 
 
+def _operand(t):
+    """The one non-constant operand under functions of it and constants (`-T[x]`, `2 * T[x]`,
+    the truthiness test `T[x] != 0` of `|`): its fill still makes no cursor state to combine."""
+    while isinstance(t, Call):
+        live = [a for a in t.args if not isinstance(a, (Lit, Val))]
+        if len(live) != 1:
+            break
+        t = live[0]
+    return t
+
+
 def mark_unions(rhs):
     """Mark the accesses that are terms of a long chain of +/-, or, min or max (`UNION_MIN` or
-    more, possibly negated or scaled by a literal): their fills are not annihilated by the chain,
+    more, possibly under functions of them and constants, `_operand`): their fills are not annihilated by the chain,
     so sparse skipping gains nothing there, and reading them by the union protocol keeps the code
     linear in the terms.  The level decides whether it can (`unfurl_union`)."""
     marked = set()
@@ -80,10 +91,7 @@ def mark_unions(rhs):
             return [t for a in e.args for t in chain(a, fam)]
         return [e]
 
-    def strip(t):
-        while isinstance(t, Call) and (t.op == "neg" or t.op == "*" and len(t.args) == 2 and isinstance(t.args[0], Lit)):
-            t = t.args[-1]
-        return t
+    strip = _operand
 
     def visit(e):
         if not isinstance(e, Call):
@@ -103,21 +111,23 @@ def mark_unions(rhs):
 def union_read(term, tensors) -> bool:
     """Will this term of a ⊕-chain lower with no cursor state of its own to combine: no tensor
     access (a literal, a scalar), or an access marked by `mark_unions` whose levels are Dense
-    down to a SparseRunList holding the leaf, read plainly (no affine map)?  A chain of such
+    down to a SparseRunList or a SparseList of real pinpoints holding the leaf, read plainly
+    (no affine map)?  A chain of such
     terms compiles to linear code in one pass, so it is not split (`runtime.kernel`)."""
     from ..formats.affine import VAffine
     from ..formats.dense import Dense
+    from ..formats.sparse_list import SparseList
     from ..formats.sparse_run_list import SparseRunList
     from .notation import walk_accesses
     accs = list(walk_accesses(term))
     if not accs:
         return True
     a = accs[0]
-    while isinstance(term, Call) and (term.op == "neg" or term.op == "*" and isinstance(term.args[0], Lit)):
-        term = term.args[-1]
+    term = _operand(term)
     if len(accs) > 1 or a is not term or not a.union or isinstance(getattr(a.tns, "level", None), VAffine):
         return False
     t = tensors[a.name]
     modes = t.modes()
-    return all(isinstance(m, Dense) for m in modes[:-1]) and isinstance(modes[-1], SparseRunList) \
-        and getattr(modes[-1].child, "is_leaf", False)
+    last = modes[-1]
+    return all(isinstance(m, Dense) for m in modes[:-1]) and getattr(last.child, "is_leaf", False) \
+        and (isinstance(last, SparseRunList) or isinstance(last, SparseList) and last.coord == "real")

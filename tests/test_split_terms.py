@@ -1,7 +1,8 @@
-"""A pointwise ⊕ of many terms compiles one loop nest per term (`ctensor.lower.nest`), a sparse
-output merged by the runtime (`ctensor.runtime.merge_output`): unions and sums of k interval
-tracks, of pinpoint tensors, into Dense and Dense-over-runs outputs.  Oracle: the reference
-interpreter, and numpy for integer-indexed vectors."""
+"""Long ⊕-chains of tensors compile to code linear in the terms: read by the union protocol
+(`ctensor.formats.run_union`), or, for a pointwise chain of other terms, one loop nest per term,
+a sparse output merged by the runtime (`ctensor.runtime.merge_output`).  Unions, sums, min and
+max of k interval tracks and pinpoint tensors, under measures and products, into scalar, Dense
+and Dense-over-runs outputs.  Oracle: the reference interpreter, and numpy for integer vectors."""
 from __future__ import annotations
 
 import numpy as np

@@ -41,6 +41,34 @@ def unfurl_union(lv, ctx, pos, left, right):
         st["q"] = ctx.mut(I64, b.load(lv.ptr, pos), n + "_q")
         st["q_stop"] = ctx.let(b.load(lv.ptr, b.add(pos, b.i64(1))), n + "_q_stop")
         st["in"] = ctx.mut(I1, b.FALSE, n + "_in")
+        # the current chunk's stop and value, recomputed only when the cursor moves (`load`)
+        st["sv"] = ctx.mut(F64, b.f64(math.inf), n + "_sv")
+        st["se"] = ctx.mut(I8, b.i8(0), n + "_se")
+        st["v"] = ctx.mut(ty, _const(lv.fill, kind), n + "_val")
+
+    def load(ctx):
+        """The chunk at (q, in): run q (its stop and value), the gap before it (its start - ε and
+        the fill), or past the last run a gap to +inf (beyond every loop's stop: never `full`)."""
+        qv = ctx.let(ir.Read(st["q"]), n + "_at")
+        sv, se, val = st["sv"], st["se"], st["v"]
+
+        def run():
+            r = right(qv)
+            ctx.assign(sv, r.v)
+            ctx.assign(se, r.e)
+            ctx.assign(val, _leaf_expr(lv.child.read_leaf(ctx, qv), kind))
+
+        def gap():
+            g = line.minus_unit(left(qv))
+            ctx.assign(sv, g.v)
+            ctx.assign(se, g.e)
+            ctx.assign(val, _const(lv.fill, kind))
+
+        def past():
+            ctx.assign(sv, b.f64(math.inf))
+            ctx.assign(se, b.i8(0))
+            ctx.assign(val, _const(lv.fill, kind))
+        ctx.if_(b.lt(qv, st["q_stop"]), lambda: ctx.if_(ir.Read(st["in"]), run, gap), past)
 
     def seek(ctx, e):
         q, q_stop = st["q"], st["q_stop"]
@@ -54,29 +82,13 @@ def unfurl_union(lv, ctx, pos, left, right):
         ctx.assign(st["in"], b.FALSE)
         ctx.if_(b.lt(ir.Read(q), q_stop),
                 lambda: ctx.assign(st["in"], lim_le(left(ir.Read(q)), e.start)))
+        load(ctx)
 
     def step_preamble(ctx):
-        qv = st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
-        inside = st["inside"] = ctx.let(ir.Read(st["in"]), n + "_inside")
-        # past the last run: a gap to +inf (beyond every loop's stop, so never `full`)
-        sv = ctx.mut(F64, b.f64(math.inf), n + "_sv")
-        se = ctx.mut(I8, b.i8(0), n + "_se")
-        val = ctx.mut(ty, b.const(lv.fill, ty) if kind != "bool" else (b.TRUE if lv.fill else b.FALSE), n + "_val")
-
-        def run():
-            r = right(qv)
-            ctx.assign(sv, r.v)
-            ctx.assign(se, r.e)
-            leaf = lv.child.read_leaf(ctx, qv)
-            ctx.assign(val, _leaf_expr(leaf, kind))
-
-        def gap():
-            s = line.minus_unit(left(qv))
-            ctx.assign(sv, s.v)
-            ctx.assign(se, s.e)
-        ctx.if_(b.lt(qv, st["q_stop"]), lambda: ctx.if_(inside, run, gap))
-        st["stop"] = SymLimit(ctx.let(ir.Read(sv), n + "_stop"), ctx.let(ir.Read(se), n + "_stop_e"))
-        st["val"] = ctx.let(ir.Read(val), n + "_value")
+        st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
+        st["inside"] = ctx.let(ir.Read(st["in"]), n + "_inside")
+        st["stop"] = SymLimit(ctx.let(ir.Read(st["sv"]), n + "_stop"), ctx.let(ir.Read(st["se"]), n + "_stop_e"))
+        st["val"] = ctx.let(ir.Read(st["v"]), n + "_value")
 
     def chunk(ctx):
         return Run(Value(st["val"], kind))
@@ -94,6 +106,7 @@ def unfurl_union(lv, ctx, pos, left, right):
                         lambda: ctx.assign(touch, _touching(right(qv), left(nq))))
                 ctx.assign(st["in"], ir.Read(touch))
             ctx.if_(st["inside"], leave_run, lambda: ctx.assign(st["in"], b.TRUE))
+            load(ctx)
         ctx.if_(full, advance)
 
     stepper = Stepper(seek=seek, preamble=step_preamble, stop=lambda ctx: st["stop"], chunk=chunk, next=nxt)
@@ -105,7 +118,9 @@ def _touching(r: SymLimit, l: SymLimit):
     return b.land(b.eq(r.v, l.v), b.eq(b.add(r.e, b.i8(1)), l.e))
 
 
+def _const(value, kind):
+    return (b.TRUE if value else b.FALSE) if kind == "bool" else b.const(value, ir_type(kind))
+
+
 def _leaf_expr(leaf, kind):
-    if isinstance(leaf, FillLeaf):
-        return b.const(leaf.value, ir_type(kind)) if kind != "bool" else (b.TRUE if leaf.value else b.FALSE)
-    return leaf.expr
+    return _const(leaf.value, kind) if isinstance(leaf, FillLeaf) else leaf.expr

@@ -13,11 +13,14 @@ Each term then lowers on its own: a term whose loop is a single counting stepper
 position difference (`ctensor.looplets.count`), and the code grows linearly in the terms instead
 of with every combination of their cursors' states.
 
-A pointwise ⊕ of many terms (`C[x] = A[x] | B[x] | D[x] | E[x]`, no reduction index) splits the
-same way, at the loop of the output's last index: its fiber is written once per term, and the
-runtime ⊕-merges the passes (`runtime.merge_output`) — exact for or/min/max, and for + up to the
-order of the float additions.  One pass over k unions of runs has a case for every combination
-of "in a run / in a gap" of the k cursors, 2**k code paths (k = 6 took seconds to compile).
+A long ⊕-chain (+/-, or, min, max) of tensor accesses reads them by the union protocol
+(`mark_unions`, `ctensor.formats.run_union`): one loop, code linear in the terms.  One pass over
+k unions of runs read the usual way has a case for every combination of "in a run / in a gap" of
+the k cursors, 2**k code paths (k = 6 took seconds to compile).  A pointwise ⊕ whose terms are
+not all read that way (`C[x] = A[x]*B[x] + D[x]*E[x] + …`, no reduction index) splits instead,
+at the loop of the output's last index: its fiber is written once per term, and the runtime
+⊕-merges the passes (`runtime.merge_output`) — exact for or/min/max, and for + up to the order
+of the float additions.
 """
 from __future__ import annotations
 
@@ -81,9 +84,10 @@ def _operand(t):
 
 def mark_unions(rhs):
     """Mark the accesses that are terms of a long chain of +/-, or, min or max (`UNION_MIN` or
-    more, possibly under functions of them and constants, `_operand`): their fills are not annihilated by the chain,
-    so sparse skipping gains nothing there, and reading them by the union protocol keeps the code
-    linear in the terms.  The level decides whether it can (`unfurl_union`)."""
+    more, possibly under functions of them and constants, `_operand`): the chain does not
+    annihilate their fills, so sparse skipping gains nothing there, and reading them by the union
+    protocol keeps the code linear in the terms.  The level decides whether it can
+    (`unfurl_union`)."""
     marked = set()
 
     def chain(e, fam):
@@ -91,19 +95,17 @@ def mark_unions(rhs):
             return [t for a in e.args for t in chain(a, fam)]
         return [e]
 
-    strip = _operand
-
     def visit(e):
         if not isinstance(e, Call):
             return
         fam = _FAMILY.get(e.op)
         terms = chain(e, fam) if fam else list(e.args)
-        accs = [strip(t) for t in terms]
+        accs = [_operand(t) for t in terms]
         accs = [a for a in accs if isinstance(a, Access) and a.idxs]
         if fam and len(accs) >= UNION_MIN:
             marked.update(id(a) for a in accs)
         for t in terms:
-            visit(strip(t))
+            visit(_operand(t))
     visit(rhs)
     return map_accesses(rhs, lambda a: replace(a, union=True) if id(a) in marked else a)
 
@@ -112,8 +114,8 @@ def union_read(term, tensors) -> bool:
     """Will this term of a ⊕-chain lower with no cursor state of its own to combine: no tensor
     access (a literal, a scalar), or an access marked by `mark_unions` whose levels are Dense
     down to a SparseRunList or a SparseList of real pinpoints holding the leaf, read plainly
-    (no affine map)?  A chain of such
-    terms compiles to linear code in one pass, so it is not split (`runtime.kernel`)."""
+    (no affine map)?  A chain of such terms compiles to linear code in one pass, so it is not
+    split (`runtime.kernel`)."""
     from ..formats.affine import VAffine
     from ..formats.dense import Dense
     from ..formats.sparse_list import SparseList

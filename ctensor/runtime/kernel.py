@@ -42,10 +42,11 @@ from .output_format import NP_DTYPE, check_output_format, default_output
 from .packed import PackedCall
 
 _IR = {"bool": I8, "int": I64, "float": F64}
-# a pointwise ⊕ of this many terms or more compiles one loop nest per term (`lower.nest`): one
-# pass over k unions of runs has ~2**k code paths (k = 3: 0.2-0.6 s to compile, k = 4: 0.8-2.5 s,
-# k = 5: 2-8 s, k = 7: minutes), while the merge of the passes makes a call several times slower
-# (100k runs per term: 12 ms one pass, 84 ms split, at k = 4)
+# a pointwise ⊕ of this many terms or more (not all read by the union protocol, which is linear
+# in one pass) compiles one loop nest per term (`lower.nest`): one pass over k such terms has
+# ~2**k code paths (unions of runs, k = 3: 0.2-0.6 s to compile, k = 4: 0.8-2.5 s, k = 5: 2-8 s,
+# k = 7: minutes), while the merge of the passes makes a call several times slower (100k runs per
+# term: 12 ms one pass, 84 ms split, at k = 4)
 POINTWISE_SPLIT = 4
 
 
@@ -93,8 +94,9 @@ class Kernel:
     kernel (`merge_output=True`) that appends every pass unchecked, and the runtime ⊕-merges the
     passes (`runtime.merge_output`).  `pack`/`address` run this kernel, which reports such data
     with InvalidProgramError.  A pointwise ⊕ of `POINTWISE_SPLIT` or more terms into such an
-    output (`C[x] = A[x] | B[x] | D[x]`) is compiled that way from the start, one pass per term;
-    code calling its `address` directly gets the unmerged passes.
+    output that the union protocol cannot read in one pass (`C[x] = A[x]*B[x] + D[x]*E[x] + …`,
+    `lower.nest.union_read`) is compiled that way from the start, one pass per term; code
+    calling its `address` directly gets the unmerged passes.
 
     Attributes: `ir` (printed ctensor IR), `llvm_ir` (optimised LLVM IR), `address` (of the native
     function taking one pointer to an int64 argument block), `compile_seconds`, `plan`,

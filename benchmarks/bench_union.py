@@ -1,7 +1,7 @@
 """Union and sum of k interval tracks: one compiled einsum against bioframe and a numba sweep.
 
     pytest benchmarks/bench_union.py -o addopts="" --benchmark-min-rounds=5 --benchmark-max-time=0.5
-    (one group per (k, operation), printed by pytest-benchmark; compile times by test_compile)
+    (one group per (k, operation), printed by pytest-benchmark; compile times by test_compile, -s)
 
 ctensor: `C[x] = T0[x] | T1[x] | …` (the union as maximal runs; `bedtools merge` of the k tracks
 together, touching runs coalesced) and `s[] = (T0[x] | …) * d(x; lebesgue)` (bases covered by
@@ -86,10 +86,13 @@ def _sweep(s, e):
     return rs[:k], re[:k]
 
 
+def endpoints(k):
+    """Every track's starts and ends, each sorted (the sweep's input; timed with it)."""
+    return tuple(np.sort(np.concatenate([t[side] for t in tracks(k)])) for side in (0, 1))
+
+
 def sweep(k):
-    s = np.sort(np.concatenate([t[0] for t in tracks(k)]))
-    e = np.sort(np.concatenate([t[1] for t in tracks(k)]))
-    return _sweep(s, e)
+    return _sweep(*endpoints(k))
 
 
 @pytest.mark.parametrize("k", KS)
@@ -102,46 +105,38 @@ def test_compile(k):
               f"({ {a: round(b, 3) for a, b in kernel.compile_seconds.items()} })")
 
 
+GROUPS = {False: "union runs", True: "bases covered"}
+
+
+@pytest.mark.parametrize("scalar", sorted(GROUPS))
 @pytest.mark.parametrize("k", KS)
-def test_union_ctensor(benchmark, k):
-    benchmark.group = f"union runs k={k}"
-    kernel = ct.compile(text(k, False), **tensors(k))
+def test_ctensor(benchmark, k, scalar):
+    benchmark.group = f"{GROUPS[scalar]} k={k}"
+    kernel = ct.compile(text(k, scalar), **tensors(k))
     out = benchmark(kernel, **tensors(k))
     rs, re = sweep(k)
-    lvl = out.level
-    np.testing.assert_array_equal(lvl.left, rs)
-    np.testing.assert_array_equal(lvl.right, re)
+    if scalar:
+        assert out == float((re - rs).sum())
+    else:
+        np.testing.assert_array_equal(out.level.left, rs)
+        np.testing.assert_array_equal(out.level.right, re)
 
 
+@pytest.mark.parametrize("scalar", sorted(GROUPS))
 @pytest.mark.parametrize("k", KS)
-def test_union_bioframe(benchmark, k):
-    benchmark.group = f"union runs k={k}"
+def test_bioframe(benchmark, k, scalar):
+    benchmark.group = f"{GROUPS[scalar]} k={k}"
     df = frame(k)
-    out = benchmark(bioframe.merge, df, min_dist=0)
-    assert len(out) == len(sweep(k)[0])
+    if scalar:
+        rs, re = sweep(k)
+        assert benchmark(lambda: int((lambda m: (m.end - m.start).sum())(bioframe.merge(df, min_dist=0)))) \
+            == int((re - rs).sum())
+    else:
+        assert len(benchmark(bioframe.merge, df, min_dist=0)) == len(sweep(k)[0])
 
 
 @pytest.mark.parametrize("k", KS)
-def test_union_numba(benchmark, k):
+def test_numba(benchmark, k):
     benchmark.group = f"union runs k={k}"
-    s = np.sort(np.concatenate([t[0] for t in tracks(k)]))
-    e = np.sort(np.concatenate([t[1] for t in tracks(k)]))
-    _sweep(s, e)
-    benchmark(lambda: _sweep(np.sort(np.concatenate([t[0] for t in tracks(k)])),
-                             np.sort(np.concatenate([t[1] for t in tracks(k)]))))
-
-
-@pytest.mark.parametrize("k", KS)
-def test_covered_ctensor(benchmark, k):
-    benchmark.group = f"bases covered k={k}"
-    kernel = ct.compile(text(k, True), **tensors(k))
-    got = benchmark(kernel, **tensors(k))
-    rs, re = sweep(k)
-    assert got == float((re - rs).sum())
-
-
-@pytest.mark.parametrize("k", KS)
-def test_covered_bioframe(benchmark, k):
-    benchmark.group = f"bases covered k={k}"
-    df = frame(k)
-    benchmark(lambda: int((lambda m: (m.end - m.start).sum())(bioframe.merge(df, min_dist=0))))
+    sweep(k)                                   # compiled before the timing
+    benchmark(sweep, k)

@@ -26,7 +26,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .notation import Access, Assign, Block, Call, Lit, Loop, Sieve, Val, map_accesses
+from ..formats.affine import VAffine
+from ..formats.dense import Dense
+from ..formats.sparse_list import SparseList
+from ..formats.sparse_run_list import SparseRunList
+from .notation import Access, Assign, Block, Call, Lit, Loop, Sieve, Val, map_accesses, walk_accesses
 
 # a ⊕-chain with this many tensor accesses reads them by the union protocol (`formats.run_union`)
 UNION_MIN = 4
@@ -116,11 +120,6 @@ def union_read(term, tensors) -> bool:
     down to a SparseRunList or a SparseList of real pinpoints holding the leaf, read plainly
     (no affine map)?  A chain of such terms compiles to linear code in one pass, so it is not
     split (`runtime.kernel`)."""
-    from ..formats.affine import VAffine
-    from ..formats.dense import Dense
-    from ..formats.sparse_list import SparseList
-    from ..formats.sparse_run_list import SparseRunList
-    from .notation import walk_accesses
     accs = list(walk_accesses(term))
     if not accs:
         return True

@@ -196,13 +196,13 @@ class Kernel:
             and len(sum_terms(rhs)) > 1
         first_reduced = next((k for k, i in enumerate(order) if i not in es.out_idxs), len(order))
         terms, split_at = None, None
+        pointwise = not plan.measures and tiling is None and self.out_fmt is not None
         if (fission or self.split_sums) and first_reduced < len(order):
             terms, split_at = sum_terms(rhs), first_reduced
-        elif not plan.measures and tiling is None and self.out_fmt is not None \
-                and _split_pointwise(reduction_terms(rhs, plan.op), tensors):
+        elif pointwise and _split_pointwise(chain := reduction_terms(rhs, plan.op), tensors):
             # a pointwise ⊕ of many terms: one nest per term (`lower.nest`); a sparse last output
             # level is then revisited, once per term, and merged by the runtime
-            terms = reduction_terms(rhs, plan.op)
+            terms = chain
             if random_access:
                 split_at = 0
             elif order[-1] == es.out_idxs[-1] and unmergeable(self.out_fmt, plan) is None:

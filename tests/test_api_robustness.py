@@ -95,3 +95,21 @@ def test_grid_with_far_more_cells_than_points_is_refused():
 def test_bad_arguments_raise_the_documented_errors(make, err):
     with pytest.raises(err):
         make()
+
+
+def test_an_out_shape_that_differs_from_the_inputs_is_refused():
+    """out=Dense(Element(0.0), 7) over a 5-element input was silently ignored (5 values came back);
+    a matching shape, no shape, and a cached kernel reused for other sizes still work."""
+    V = ct.Tensor(ct.Dense(ct.Element(0.0, val=np.arange(5.0)), 5))
+    with pytest.raises(ct.FormatError, match=r"out= level 0 \(Dense\) has shape 7 but C's index 'i' has 5"):
+        ct.einsum("C[i] = V[i] * 2", V=V, out=ct.Dense(ct.Element(0.0), 7))
+    assert list(ct.einsum("C[i] = V[i] * 2", V=V, out=ct.Dense(ct.Element(0.0), 5)).to_numpy()) == [0, 2, 4, 6, 8]
+    W = ct.Tensor(ct.Dense(ct.Element(0.0, val=np.ones(3)), 3))
+    assert list(ct.einsum("C[i] = V[i] * 2", V=W, out=ct.Dense(ct.Element(0.0))).to_numpy()) == [2, 2, 2]
+
+
+def test_a_fractional_coordinate_on_an_integer_mode_is_a_type_error():
+    V = ct.Tensor(ct.Dense(ct.Element(0.0, val=np.arange(5.0)), 5))
+    with pytest.raises(TypeError, match="mode 0 is an integer mode.*got 1.7"):
+        V[1.7]
+    assert V[np.int64(3)] == 3.0

@@ -102,6 +102,10 @@ class Tensor:
         bad = [c for c in coords if isinstance(c, bool) or not isinstance(c, (numbers.Real, Limit))]
         if bad:
             raise TypeError(f"{self.name}: coordinates must be numbers or ct.Limit, got {bad[0]!r}")
+        for d, (c, lvl) in enumerate(zip(coords, self.modes())):
+            if lvl.coord == "int" and not isinstance(c, (int, np.integer)):
+                raise TypeError(f"{self.name}: mode {d} is an integer mode, its coordinate must be an int, "
+                                f"got {c!r}")
         if self.is_empty_format:
             return self.fill
         return self.level.eval(0, tuple(c if isinstance(c, (int, Limit)) else

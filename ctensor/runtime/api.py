@@ -10,6 +10,7 @@ from ..formats.level import Level
 from ..formats.tensor import Tensor, check_nest
 from ..analysis.guards import enabled_by_default
 from .kernel import Kernel, split_args
+from .output_format import check_output_shape
 
 _CACHE: dict = {}
 
@@ -65,13 +66,16 @@ def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=Fals
 
     Raises InvalidProgramError (malformed program, or invalid under continuous paper §4.3 — see
     `ctensor.analysis.validity` — with the offending access and a counterexample), ValidityUnknown
-    (a subclass), TypeError (bad argument types).
+    (a subclass), TypeError (bad argument types), FormatError (an integer out= level whose shape
+    differs from the shape its index has in the inputs).
     """
     key = _key(text, tensors, semiring, order, out, assume_valid, prove_guards)
     k = _CACHE.get(key)
     if k is None:
         k = _CACHE[key] = Kernel(text, tensors, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
                                  prove_guards=prove_guards)
+    if out is not None:
+        check_output_shape(out, k, tensors)
     return k
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidProgramError
+from ..errors import FormatError, InvalidProgramError
 from ..formats.dense import Dense
 from ..formats.element import Element
 from ..formats.level import Level
@@ -49,3 +49,20 @@ def check_output_format(fmt: Level, plan):
         # be ⊕-added to every stored value but not to the rest of the axis
         raise InvalidProgramError(f"out= leaf {leaf.format_str()} has fill {leaf.fill!r}, but an output's fill "
                                   f"must be the identity of its reduction {plan.op!r}; use Element({plan.fill!r})")
+
+
+def check_output_shape(out, kernel, tensors):
+    """An out= level given a shape must have the shape its index takes from the inputs of this
+    call (a kernel computes it from them: the shape in out= is otherwise unused); raises
+    FormatError naming the level.  `out` is the out= argument (Tensor, Level or None)."""
+    fmt = getattr(out, "level", out)
+    if not isinstance(fmt, Level):
+        return
+    es = kernel.es
+    for d, lvl in enumerate(fmt.modes()):
+        if lvl.coord == "int" and getattr(lvl, "shape", None) is not None and d < len(es.out_idxs):
+            name, depth = kernel.plan.source[es.out_idxs[d]]
+            n = tensors[name].modes()[depth].shape
+            if n != lvl.shape:
+                raise FormatError(f"out= level {d} ({type(lvl).__name__}) has shape {lvl.shape} but "
+                                  f"{es.out}'s index {es.out_idxs[d]!r} has {n} coordinates (from {name})")

@@ -194,3 +194,32 @@ def test_cities500_batched(benchmark, impl):
     benchmark.group = f"cities500 {kind} x10000"
     benchmark.extra_info["hits"] = int(ref.shape[1])
     benchmark(CITY[impl], d)
+
+
+# ---------------------------------------------------------------- outliers: a few far points
+OUTLIERS = {
+    "far point": lambda xy: np.vstack([xy, [[1e7, 1e7]]]),                  # one bad coordinate
+    "null island 1%": lambda xy: np.vstack([xy + 1e5, np.zeros((len(xy) // 100, 2))]),   # (0, 0) rows
+}
+
+
+@cache
+def outlier_data(kind):
+    xy = OUTLIERS[kind](points(10**6))
+    return xy, sp.index(xy), shapely.STRtree(shapely.points(xy))
+
+
+@pytest.mark.parametrize("kind", list(OUTLIERS))
+@pytest.mark.parametrize("impl", ["ctensor", "shapely_query"])
+def test_box_outliers(benchmark, impl, kind):
+    """The paper-protocol box w = 1000 at N = 1e6 around the bulk's centre, with far points added:
+    a grid over the bounding box put (nearly) every point into one cell; the grid is over the bulk."""
+    xy, idx, tree = outlier_data(kind)
+    c = np.median(xy, axis=0)
+    lo, hi = (c[0] - 500, c[1] - 50), (c[0] + 500, c[1] + 50)
+    f = {"ctensor": lambda: idx.box(lo, hi), "shapely_query": lambda: tree.query(shapely.box(*lo, *hi))}[impl]
+    want = np.sort(tree.query(shapely.box(*lo, *hi)))
+    assert np.array_equal(np.sort(f()), want)
+    benchmark.group = f"box outliers {kind} N1e6 w1000"
+    benchmark.extra_info["hits"] = int(len(want))
+    benchmark(f)

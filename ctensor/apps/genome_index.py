@@ -331,7 +331,7 @@ class GenomeIndex:
         """All overlapping (query row, data row) pairs (`bedtools intersect -wa -wb`), two int64
         arrays, ordered by query row, then data start."""
         gs, ge, _ = self.genome(chrom, start, end)
-        out = Dense(SparseList(Pattern(), shape=max(self.n, 1)))
+        out = Dense(SparseList(Pattern(), real=False))
         O = self._pairs("overlap", gs, ge, out)
         lvl = O.level.child
         ptr, j = np.asarray(lvl.ptr), np.asarray(lvl.idx)
@@ -341,7 +341,7 @@ class GenomeIndex:
         """Overlapping pieces per pair (`bedtools intersect`): (query row, data row, piece start,
         piece end) on the chromosome's own coordinates, int64 arrays, ordered as `overlap`."""
         gs, ge, _ = self.genome(chrom, start, end)
-        out = Dense(SparseList(SparseRunList(Pattern()), shape=max(self.n, 1)))
+        out = Dense(SparseList(SparseRunList(Pattern()), real=False))
         I = self._pairs("intersect", gs, ge, out)
         lj = I.level.child
         lx = lj.child
@@ -381,7 +381,7 @@ class GenomeIndex:
         # every data interval within `dist` of the query overlaps the query widened by it, and none
         # is nearer: the ties are exactly those pairs
         d = dist[has]
-        out = Dense(SparseList(Pattern(), shape=max(self.n, 1)))
+        out = Dense(SparseList(Pattern(), real=False))
         O = self._pairs("overlap", gs[has] - d, ge[has] + d, out, grid=False)
         lvl = O.level.child
         qi, j = has[rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)

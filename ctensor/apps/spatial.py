@@ -37,7 +37,8 @@ import time
 import numpy as np
 
 from ..errors import FormatError
-from ..formats.constructors import grid_cells, grid_edges, grid_order, grid_point_levels
+from ..formats.constructors import grid_order, grid_point_levels
+from ..formats.grid_edges import bulk_range, grid_cells, grid_edges
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
 from ..formats.sparse_interval import SparseInterval
@@ -69,7 +70,8 @@ class PointIndex:
     ----------
     points : (n, 2) float array (x, y), or an array/sequence of Shapely Points.
     cell_points : average number of points per grid cell (the grid has about n / cell_points cells,
-        shaped like the points' bounding box).
+        shaped like the bulk of the points; far outliers go into an end cell on their side, see
+        `ctensor.formats.grid_edges`).
 
     The tensor's ids are ranks in the grid layout (cell, x, y), so every query writes them in
     increasing order into a SparseList output; `perm` maps a rank to the row of `points`.
@@ -86,7 +88,8 @@ class PointIndex:
         hi = (c[:, 0].max(), c[:, 1].max()) if n else (1.0, 1.0)
         self.bounds = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
         self._clamp = (self.bounds[0] - 1.0, self.bounds[1] - 1.0, self.bounds[2] + 1.0, self.bounds[3] + 1.0)
-        edges = grid_edges(c, _grid_shape(n, (hi[0] - lo[0], hi[1] - lo[1]), cell_points))
+        bulk = [bulk_range(c[:, k]) for k in range(2)] if n else [(0.0, 1.0)] * 2
+        edges = grid_edges(c, _grid_shape(n, [b - a for a, b in bulk], cell_points))
         cell = grid_cells(c, edges)
         order = grid_order(c, cell)
         self.perm = order.astype(np.int32 if n < 2**31 else np.int64)

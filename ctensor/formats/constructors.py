@@ -5,7 +5,6 @@ Each validates its input and raises `FormatError` naming the argument and the fi
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -18,7 +17,8 @@ from .sparse_list import SparseList
 from .sparse_point import SparsePoint
 from .sparse_run_list import SparseRunList, endpoints_ok
 from .tensor import Tensor
-from .uniform_grid import UniformGrid, uniform_edges
+from .grid_edges import grid_cells, grid_edges
+from .uniform_grid import UniformGrid
 
 
 def _closed_arrays(closed, n):
@@ -190,7 +190,8 @@ def points(coords, grid=None) -> Tensor:
     grid : None, int, or sequence of ints (one per binned axis, at most d) — the spatial index.
         None: levels SparseList over each real axis (equal coordinates share a fiber), then SparseList
         over the id, then Pattern; a box query scans the x-slab of the box.
-        Otherwise a uniform grid over the bounding box of the points: UniformGrid levels for the
+        Otherwise a grid uniform over the bulk of the points (`ctensor.formats.grid_edges`: far
+        outliers go into an end cell on their side): UniformGrid levels for the
         first m axes (an int bins all d axes with that many cells each), above the coordinate levels
         of each cell (`ctensor.formats.uniform_grid`); a level whose fibers all hold exactly one
         coordinate is stored as SparsePoint (no ptr).  The einsum is unchanged: the compiler runs a
@@ -215,53 +216,6 @@ def points(coords, grid=None) -> Tensor:
     order = grid_order(c, cell)
     return Tensor(grid_point_levels(c[order], order.astype(np.int64), n, cell[order], edges), name="points",
                   owned=True)
-
-
-MAX_CELLS_PER_POINT, MAX_CELLS = 64, 2**24     # a grid's cell directory: 8 bytes per cell
-
-
-def grid_edges(c: np.ndarray, grid) -> list:
-    """Uniform cell edges over the points' range along each binned axis (see `points`)."""
-    d = c.shape[1]
-    if isinstance(grid, (int, np.integer)):
-        counts = [grid] * d
-    else:
-        try:
-            counts = list(grid)
-        except TypeError:
-            raise FormatError(f"grid: expected an int or a sequence of cell counts, got {grid!r}") from None
-    if not 1 <= len(counts) <= d:
-        raise FormatError(f"grid: expected an int or 1..{d} cell counts, got {grid!r}")
-    for k, m in enumerate(counts):
-        if not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 1:
-            raise FormatError(f"grid[{k}] = {m!r} is not a positive integer number of cells")
-    cells = math.prod(int(m) for m in counts)
-    if cells > max(MAX_CELLS_PER_POINT * len(c), MAX_CELLS):
-        raise FormatError(f"grid: {' x '.join(map(str, counts))} = {cells} cells for {len(c)} points; at most "
-                          f"max({MAX_CELLS_PER_POINT} per point, {MAX_CELLS}) (each cell costs 8 bytes)")
-    span = [(c[:, k].min(), c[:, k].max()) if len(c) else (0.0, 1.0) for k in range(len(counts))]
-    return [uniform_edges(float(a), float(b), int(m)) for (a, b), m in zip(span, counts)]
-
-
-def grid_cells(c: np.ndarray, edges: list) -> np.ndarray:
-    """Flat cell number of each point (row-major over the binned axes), exact against the stored
-    edges: an arithmetic estimate, corrected where rounding put a point one cell off."""
-    cell = np.zeros(len(c), np.int64)
-    for k, e in enumerate(edges):
-        n, v = len(e) - 1, c[:, k]
-        with np.errstate(over="ignore", divide="ignore"):
-            scale = n / (e[-1] - e[0])
-        if n > 1 and np.isfinite(scale):     # one cell: its span may overflow, (v - e[0]) * 0 be NaN
-            ck = np.clip((v - e[0]) * scale, 0, n - 1).astype(np.int64)   # clip before the cast
-        else:
-            ck = np.zeros(len(v), np.int64)
-        while True:
-            lo, hi = v < e[ck], v >= e[ck + 1]
-            if not (lo.any() or hi.any()):
-                break
-            ck += hi.astype(np.int64) - lo.astype(np.int64)
-        cell = cell * n + ck
-    return cell
 
 
 def grid_order(c: np.ndarray, cell: np.ndarray) -> np.ndarray:

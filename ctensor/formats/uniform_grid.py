@@ -40,8 +40,10 @@ class UniformGrid(Level):
         The level of each cell's fiber (another UniformGrid for the next axis, or the coordinate
         levels).
     edges : float64 array (n+1,), strictly increasing and finite
-        Cell boundaries; uniform spacing makes the seek O(1) (an estimate corrected by a scan),
-        but any strictly increasing edges are correct.
+        Cell boundaries; uniform spacing of the interior edges edges[1] .. edges[n-1] (of all of
+        them when n < 3) makes the seek O(1) (an estimate corrected by a scan), so the two end
+        cells may be wide (`grid_edges.axis_edges` puts far outliers there); any strictly
+        increasing edges are correct.
     """
 
     coord = "real"
@@ -181,13 +183,22 @@ class VUniformGrid:
             st["first"] = SymLimit(ctx.let(self._edge(b.i64(0)).v, nm + "_lo"), b.i8(-1), True)
             st["last"] = SymLimit(ctx.let(self._edge(self.n).v, nm + "_hi"), b.i8(-1), True)
             st["base"] = ctx.let(b.mul(pos, self.n), nm + "_base")
+            # the seek's estimate off + (x - lo) * scale, from the interior edges e[1] .. e[n-1] when
+            # n >= 3 (the end cells of `grid_edges.axis_edges` may be wide), else e[0] .. e[n]
+            # (`grid_edges.interior`); every load is in bounds (n >= 1: edges has n + 1 >= 2 entries)
+            three = b.le(b.i64(3), self.n)
+            one = b.select(three, b.i64(1), b.i64(0))
+            lo = b.load(self.edges, one)
+            hi = b.load(self.edges, b.sub(self.n, one))
+            st["lo"] = ctx.let(lo, nm + "_glo")
+            st["off"] = ctx.let(b.cast(F64, one), nm + "_goff")
+            st["scale"] = ctx.let(b.div(b.cast(F64, b.sub(self.n, b.add(one, one))), b.sub(hi, lo)), nm + "_gscale")
 
         def seek(ctx, e):
             # estimate the cell arithmetically (clamped before the float -> int conversion, so
             # ±inf never reaches it), then let a finger search correct it against the stored edges
-            lo, hi = st["first"].v, st["last"].v
             nf = b.cast(F64, self.n)
-            t = b.mul(b.sub(e.start.v, lo), b.div(nf, b.sub(hi, lo)))
+            t = b.add(st["off"], b.mul(b.sub(e.start.v, st["lo"]), st["scale"]))
             t = b.minimum(b.maximum(t, b.f64(0.0)), b.sub(nf, b.f64(1.0)))
             finger = ctx.mut(I64, b.cast(I64, t), nm + "_guess")
             key = lambda c: lim_le(e.start, self._stop(c))

@@ -103,11 +103,14 @@ class VDense:
         return Lookup(lambda ctx, j: Hollow(self.child, ctx.let(b.add(base, at(j)), self.name + "_q"), dirty))
 
     # ---- write side
+    # the products below size the child's buffers: checked, so an output too large for memory fails
+    # with STATUS_OUT_OF_MEMORY instead of wrapping around to a small buffer
     def declare(self, ctx, npos):
-        self.child.declare(ctx, ctx.let(b.mul(npos, self.shape)))
+        self.child.declare(ctx, ctx.let(ctx.checked_mul(npos, self.shape)))
 
     def assemble(self, ctx, start, stop):
-        self.child.assemble(ctx, b.mul(start, self.shape), b.sub(b.mul(b.add(stop, b.i64(1)), self.shape), b.i64(1)))
+        end = ctx.checked_mul(b.add(stop, b.i64(1)), self.shape)
+        self.child.assemble(ctx, b.mul(start, self.shape), b.sub(end, b.i64(1)))
 
     def freeze(self, ctx, npos):
         self.child.freeze(ctx, ctx.let(b.mul(npos, self.shape)))

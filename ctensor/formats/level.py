@@ -166,13 +166,19 @@ def float_exact(src: np.ndarray, conv: np.ndarray) -> np.ndarray:
 
 
 def writable_alias(a: np.ndarray) -> bool:
-    """Can someone write to `a`'s memory: is `a`, or an array it views, writeable?  Kernel outputs
-    (`runtime.buffers`) are read-only all the way down."""
+    """May anyone write to `a`'s memory?  False only for a kernel output: read-only views all the way
+    down to a buffer object that declares itself frozen (`runtime.buffers`, `FROZEN_BUFFER`).  A
+    read-only array the caller owns can be made writeable again (`flags.writeable = True`), and a
+    read-only view of a bytearray or mmap shares memory someone else writes, so both count as
+    writable."""
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return True
         a = a.base
-    return False
+    return not getattr(a, FROZEN_BUFFER, False)
+
+
+FROZEN_BUFFER = "ctensor_frozen_buffer"     # attribute of the kernel-output buffer owners
 
 
 def as_shape(shape, level: str):

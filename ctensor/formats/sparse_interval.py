@@ -131,6 +131,12 @@ class SparseInterval(Level):
         if bad.size:
             k = int(bad[0])
             raise FormatError(f"{name}: interval {k} is empty or reversed (start {self.left[k].item()!r}, end {self.right[k].item()!r})")
+        # ±inf are not points of the real line: [inf, inf] or [-inf, -inf] holds none
+        bad = np.flatnonzero(np.isposinf(self.left) | np.isneginf(self.right))
+        if bad.size:
+            k = int(bad[0])
+            raise FormatError(f"{name}: interval {k} starts at +inf or ends at -inf (start "
+                              f"{self.left[k].item()!r}, end {self.right[k].item()!r})")
         self.child.validate(npos, name)
 
     def _limits(self, k):

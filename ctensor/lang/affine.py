@@ -28,6 +28,9 @@ def _add(p: dict, q: dict, sign=1) -> dict:
     out = dict(p)
     for m, c in q.items():
         v = out.get(m, 0) + sign * c
+        if isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63:
+            raise NotAffine(f"the integer {v} (a folded coefficient or offset) does not fit in a 64-bit "
+                            "integer; write the numbers as floats")
         if v == 0:
             out.pop(m, None)
         else:

@@ -117,6 +117,15 @@ def _index_names(sl, text, allow_expr=True):
 _AFFINE_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
 
+def _number(v, text):
+    """A literal as the program computes it: integers are int64 (one that does not fit would wrap
+    around), so a larger one is refused."""
+    if isinstance(v, int) and not isinstance(v, bool) and not -2 ** 63 <= v < 2 ** 63:
+        raise InvalidProgramError(f"integer literal {v} in {text!r} does not fit in a 64-bit integer; "
+                                  f"write it as a float ({float(v)!r})")
+    return v
+
+
 def _index_tree(node, text, names):
     """ast of one access dimension -> expression tree over names and numbers (`names` collects the
     names in written order)."""
@@ -124,7 +133,7 @@ def _index_tree(node, text, names):
         names.append(node.id)
         return EScalar(node.id)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return ELit(node.value)
+        return ELit(_number(node.value, text))
     if isinstance(node, ast.BinOp) and type(node.op) in _AFFINE_OPS:
         left = _index_tree(node.left, text, names)
         return ECall(_AFFINE_OPS[type(node.op)], (left, _index_tree(node.right, text, names)))
@@ -218,7 +227,7 @@ def _measure(call, measures, text):
 
 def _expr(node, text):
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
-        return ELit(node.value)
+        return ELit(_number(node.value, text))
     if isinstance(node, ast.Name):
         if node.id in ("True", "False"):
             return ELit(node.id == "True")

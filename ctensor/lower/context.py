@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from ..analysis.guards import GuardProver
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import I1, I64, PtrType, ScalarType
+from ..ir.types import F64, I1, I64, PtrType, ScalarType
 
 
 # positions a forward search from a finger scans one by one before it gallops
@@ -177,6 +177,15 @@ class Context:
     def fail_if(self, cond, status: int):
         self.if_(cond, lambda: self.emit(ir.Return(status)))
 
+    def checked_mul(self, count, shape):
+        """count * shape (i64, both >= 0) for the size of an output buffer, failing with
+        STATUS_OUT_OF_MEMORY when it exceeds MAX_ELEMS (a Dense output of shape 2**32 x 2**32
+        wrapped around to a small buffer)."""
+        # in float64 (no division in a loop; rounding is far below the margin of MAX_ELEMS)
+        size = b.mul(b.cast(F64, count), b.cast(F64, shape))
+        self.fail_if(b.lt(b.f64(float(MAX_ELEMS)), size), ir.STATUS_OUT_OF_MEMORY)
+        return b.mul(count, shape)
+
     # ---------------------------------------------------------------- search
     def search_first_ge(self, key_ge, lo, hi, hint="q"):
         """Smallest q in [lo, hi) with key_ge(q) true (i1), or hi; key_ge must be monotone.
@@ -278,6 +287,9 @@ def _loads(s) -> bool:
     return isinstance(s, (ir.Let, ir.Assign)) and has(s.value)
 
 
+MAX_ELEMS = 2 ** 59      # a grown buffer's elements: its size in bytes (<= 8 per element) fits in int64
+
+
 class GrowBuffer:
     """A kernel-owned buffer grown by doubling with libc realloc.
 
@@ -297,11 +309,15 @@ class GrowBuffer:
         return ir.Read(self.ptr)
 
     def ensure(self, ctx: Context, n):
-        """Make room for at least n elements (n: i64 expression)."""
+        """Make room for at least n elements (n: i64 expression); more than MAX_ELEMS elements (or a
+        negative n, from an overflowed product) fail with STATUS_OUT_OF_MEMORY before any size
+        computation could wrap around."""
         size = max(1, self.elem.bits // 8)
 
         def grow():
-            newcap = ctx.let(b.maximum(n, b.maximum(b.mul(ir.Read(self.cap), b.i64(2)), b.i64(16))), "newcap")
+            ctx.fail_if(b.lt(b.i64(MAX_ELEMS), n), ir.STATUS_OUT_OF_MEMORY)
+            want = b.maximum(n, b.maximum(b.mul(ir.Read(self.cap), b.i64(2)), b.i64(16)))
+            newcap = ctx.let(b.minimum(want, b.i64(MAX_ELEMS)), "newcap")
             raw = ir.Call("realloc", (ir.Read(self.ptr), b.mul(newcap, b.i64(size))), PtrType(self.elem))
             p = ctx.let(raw, "grown")
             ctx.fail_if(b.eq(b.cast(I64, p), b.i64(0)), ir.STATUS_OUT_OF_MEMORY)

@@ -23,6 +23,7 @@ class _CBuffer:
     numpy drops the last view (the owner is the arrays' `base`)."""
 
     __slots__ = ("address", "__array_interface__")
+    ctensor_frozen_buffer = True      # `formats.level.writable_alias`: nobody writes this memory
 
     def __init__(self, address: int, n: int, dtype: np.dtype):
         self.address = address

@@ -32,7 +32,7 @@ import pandas as pd
 from .. import Dense, Pattern, SparseInterval, SparseList, SparseRunList, Tensor
 from .. import compile as ct_compile
 from ..errors import FormatError
-from .bedio import read_intervals
+from .bedio import MAX_COORD, read_intervals
 from .genome_layout import (
     BUILD,
     GRID_MAX_CELL,
@@ -213,6 +213,10 @@ class GenomeIndex:
     G = property(lambda self: self._part("G"))
     DS = property(lambda self: self._part("DS"))
 
+    def __getstate__(self):
+        # compiled kernels belong to this process: recompiled (from the disk cache) on first use
+        return {**self.__dict__, "kernels": {}}
+
     @property
     def nbytes(self) -> int:
         """Bytes of the index tensors built so far, each buffer counted once."""
@@ -221,21 +225,30 @@ class GenomeIndex:
     # ------------------------------------------------------------------ query layout
     def genome(self, chrom, start, end):
         """Map query intervals to the genome axis: (widened start, widened end, zero mask), floats.
-        Raises FormatError naming the first query row with a negative start or end < start (the
-        DataFrame functions of `ctensor.apps.genomics` check far more, through `read_intervals`)."""
-        start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+        `start`, `end`: 1-D integers (or integral floats) in [0, MAX_COORD]; `chrom`: one name per
+        query, or one str for all of them.  Raises FormatError naming the first query row with a
+        coordinate that is fractional, out of range, or a negative start or end < start, or a chrom of
+        another length; TypeError for non-numeric coordinates (the DataFrame functions of
+        `ctensor.apps.genomics` check far more, through `read_intervals`)."""
+        start, end = _query_coords(start, "start"), _query_coords(end, "end")
         if start.shape != end.shape:
             raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
         if start.size and (start.min() < 0 or (end < start).any()):
             k = int(np.flatnonzero((start < 0) | (end < start))[0])
             raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) has a negative start or ends before it starts")
+        if chrom is not None and not isinstance(chrom, str):
+            chrom = np.asarray(chrom, dtype=object)
+            if chrom.shape != start.shape:
+                raise FormatError(f"chrom: expected one name per query ({start.shape[0]}) or one str, "
+                                  f"got shape {chrom.shape}")
         s, e, zero = widen(start, end)
         if chrom is None:
             if len(self.chroms) > 1:
                 raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
             return s.astype(np.float64), e.astype(np.float64), zero
         # absent from the data: an empty region after the last chromosome
-        codes = pd.Index(self.chroms).get_indexer(np.asarray(chrom, dtype=object)).astype(np.int64)
+        names = np.full(start.shape, chrom, dtype=object) if isinstance(chrom, str) else chrom
+        codes = pd.Index(self.chroms).get_indexer(names).astype(np.int64)
         codes[codes < 0] = len(self.chroms)
         base = codes * SPAN
         return base + s, base + e, zero
@@ -465,3 +478,21 @@ class GenomeIndex:
             s[lone] += 1
             e[lone] -= 1
         return np.asarray(self.chroms, dtype=object)[code], s, e
+
+
+def _query_coords(a, name) -> np.ndarray:
+    """Query coordinates as int64 (1-D): integers, or floats equal to integers, in [0, MAX_COORD]
+    (chromosomes lie end to end on the genome axis, so a larger one would reach the next)."""
+    v = np.asarray(a)
+    if v.ndim != 1:
+        raise FormatError(f"{name}: expected a 1-D array of coordinates, got shape {v.shape}")
+    if v.dtype.kind not in "iuf" and not (v.dtype.kind == "O" and v.size == 0):
+        raise TypeError(f"{name}: expected integer coordinates, got dtype {v.dtype}")
+    if v.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(v) | (v != np.round(v)))
+        if bad.size:
+            raise FormatError(f"{name}[{int(bad[0])}] = {v[bad[0]].item()!r} is not an integer coordinate")
+    bad = np.flatnonzero((v < 0) | (v > MAX_COORD))
+    if bad.size:
+        raise FormatError(f"{name}[{int(bad[0])}] = {v[bad[0]].item()!r} is outside [0, {MAX_COORD}] (2**40 - 1)")
+    return v.astype(np.int64)

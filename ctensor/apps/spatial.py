@@ -41,12 +41,13 @@ from ..formats.constructors import grid_order, grid_point_levels
 from ..formats.grid_edges import bulk_range, grid_cells, grid_edges
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
+from ..formats.level import as_flag
 from ..formats.sparse_interval import SparseInterval
 from ..formats.sparse_list import SparseList
 from ..formats.tensor import Tensor
 from ..runtime.api import compile as ct_compile
 from ..runtime.pyentry import native_entry, scalar_address
-from .spatial_input import as_coords, boxes_arg, cell_points_arg, pair_arg, radius_arg, replay
+from .spatial_input import as_coords, boxes_arg, cell_points_arg, pair_arg, radii_arg, radius_arg, replay
 
 __all__ = ["EINSUMS", "PointIndex", "box_query", "index", "radius_query"]
 
@@ -184,6 +185,8 @@ class PointIndex:
         """int64 ids, sorted if asked: through int32 from a thousand ids on when every id fits (an
         int32 perm), as numpy's int32 sort runs about twice as fast as its int64 sort, more than
         paying for the two casts."""
+        if sort is not True and sort is not False:       # identity tests: this is the hot path
+            sort = as_flag(sort, "sort")
         if not sort:
             return ids
         if len(ids) < 1000 or self.perm.dtype != np.int32:
@@ -271,12 +274,7 @@ class PointIndex:
         centre) of each centre."""
         c = boxes_arg(centers, "center")
         m = len(c)
-        rr = np.broadcast_to(np.asarray(r, np.float64), (m,)) if np.ndim(r) == 0 else np.asarray(r, np.float64)
-        if rr.shape != (m,):
-            raise FormatError(f"r: expected a number or {m} radii, got shape {rr.shape}")
-        bad = np.flatnonzero(~(rr >= 0) | np.isinf(rr))
-        if bad.size:
-            raise FormatError(f"r[{int(bad[0])}] = {rr[bad[0]]!r} is not a finite radius >= 0")
+        rr = radii_arg(r, m)
         x0, y0, x1, y1 = _disk_box(c[:, 0], c[:, 1], rr)
         box = _box_tensor(*self._clip_many(np.stack([x0, y0], 1), np.stack([x1, y1], 1)))
         vec = lambda v: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v)), m))
@@ -339,7 +337,9 @@ def index(points, cell_points: int = CELL_POINTS) -> PointIndex:
 def box_query(points, lo, hi, sort: bool = True) -> np.ndarray:
     """Points in the closed box lo..hi: ids for lo, hi of shape (2,) (sorted unless sort=False);
     (2, k) pairs (query index, point id) for (m, 2) arrays of boxes (Shapely's
-    `STRtree.query(boxes)` convention), sorted."""
+    `STRtree.query(boxes)` convention), always sorted (`sort` applies to single queries).
+    Raises TypeError for a `sort` that is not a bool."""
+    as_flag(sort, "sort")
     idx = index(points)
     if np.ndim(lo) == 2 or np.ndim(hi) == 2:
         return idx.box_many(lo, hi)
@@ -348,7 +348,9 @@ def box_query(points, lo, hi, sort: bool = True) -> np.ndarray:
 
 def radius_query(points, center, r, sort: bool = True) -> np.ndarray:
     """Points at distance <= r of center: ids for one centre (2,) (sorted unless sort=False); (2, k)
-    pairs (query index, point id) for (m, 2) centres, with r a number or one radius per centre."""
+    pairs (query index, point id) for (m, 2) centres, with r a number or one radius per centre,
+    always sorted (`sort` applies to single queries).  Raises TypeError for a non-bool `sort`."""
+    as_flag(sort, "sort")
     idx = index(points)
     if np.ndim(center) == 2:
         return idx.radius_many(center, r)

@@ -13,12 +13,23 @@ from ..errors import FormatError
 def as_coords(points, name: str = "points") -> np.ndarray:
     """(n, 2) float64 coordinates of an (n, 2) array or a sequence/array of Shapely points.
     Raises FormatError (wrong shape, NaN or inf, naming the first bad entry) or TypeError."""
-    arr = np.asarray(points) if not isinstance(points, np.ndarray) else points
+    try:
+        arr = np.asarray(points) if not isinstance(points, np.ndarray) else points
+    except ValueError as exc:                # ragged nested sequences
+        raise FormatError(f"{name}: expected an (n, 2) array or Shapely points ({exc})") from None
     if arr.ndim == 1 and arr.size == 0:      # an empty sequence (of Shapely points): no points
         arr = np.zeros((0, 2))
     if arr.dtype == object:
         import shapely                       # only needed for geometry input
         geoms = arr.ravel()
+        if not shapely.is_geometry(geoms).all():      # numbers in an object array
+            try:
+                arr = np.asarray(arr.tolist(), dtype=np.float64)
+            except (TypeError, ValueError):
+                k = int(np.flatnonzero(~shapely.is_geometry(geoms))[0])
+                raise TypeError(f"{name}[{k}] is {geoms[k]!r}, neither a Shapely Point nor a pair of "
+                                "numbers") from None
+            return as_coords(arr, name)
         kinds = shapely.get_type_id(geoms)
         bad = np.flatnonzero(kinds != shapely.GeometryType.POINT)
         if bad.size:
@@ -88,3 +99,19 @@ def boxes_arg(v, name):
         i, j = bad[0]
         raise FormatError(f"{name}[{i}, {j}] is NaN")
     return a
+
+
+def radii_arg(r, m):
+    """One radius per centre: a number (for all m) or m numbers, finite and >= 0, as float64 (m,).
+    Raises TypeError (not numbers) or FormatError (wrong length, NaN, inf or negative, naming the
+    first bad one)."""
+    raw = np.asarray(r)
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"r: expected a number or {m} numbers, got dtype {raw.dtype}")
+    rr = np.broadcast_to(raw.astype(np.float64), (m,)) if raw.ndim == 0 else raw.astype(np.float64)
+    if rr.shape != (m,):
+        raise FormatError(f"r: expected a number or {m} radii, got shape {rr.shape}")
+    bad = np.flatnonzero(~(rr >= 0) | np.isinf(rr))
+    if bad.size:
+        raise FormatError(f"r[{int(bad[0])}] = {rr[bad[0]].item()!r} is not a finite radius >= 0")
+    return rr

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import FormatError
 from .dense import Dense
 from .element import Element, Pattern, kind_of
-from .level import CLOSED, Level, as_array, check_no_nan, closed_eps
+from .level import CLOSED, Level, as_array, as_flag, check_no_nan, closed_eps
 from .sparse_interval import SparseInterval
 from .sparse_list import SparseList
 from .sparse_point import SparsePoint
@@ -19,6 +19,9 @@ from .sparse_run_list import SparseRunList, endpoints_ok
 from .tensor import Tensor
 from .grid_edges import grid_cells, grid_edges
 from .uniform_grid import UniformGrid
+
+
+MAX_DIMS = 64       # real axes of `points` and `box`: a level each (deeper nests exceed the recursion limit)
 
 
 def _closed_arrays(closed, n):
@@ -89,11 +92,11 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
         k = int(bad[0])
         raise FormatError(f"start[{k}] = {s[k].item()!r} is not before end[{k}] = {e[k].item()!r} "
                           f"(the interval is empty with closed={closed if isinstance(closed, str) else closed[k]!r})")
-    if sort:
+    if as_flag(sort, "sort"):
         order = np.lexsort((re, e, le, s))       # by start Limit (value, ε), then end
         s, e, le, re = s[order], e[order], le[order], re[order]
         v = None if v is None else v[order]
-    if merge:
+    if as_flag(merge, "merge"):
         if v is not None:
             raise FormatError("merge=True merges boolean intervals only (values must be None)")
         # _merge needs the intervals sorted by start Limit (value, then ε)
@@ -116,7 +119,11 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
     ptr = np.array([0, n], np.int64)
     if v is not None and v.dtype.kind in "biu" and not _integral(fill):
         v = v.astype(np.float64)                 # a fractional, infinite or NaN fill needs float values
-    child = Pattern() if v is None else Element(fill, val=v, dtype=v.dtype)
+    try:
+        child = Pattern() if v is None else Element(fill, val=v, dtype=v.dtype)
+    except FormatError as exc:                   # the Element's argument is this function's `values`
+        msg = str(exc)
+        raise FormatError("values" + msg[3:] if msg.startswith("val") else msg) from None
     if mode is None:
         lvl = SparseRunList(child, ptr, s, e, closed)
     else:
@@ -201,8 +208,8 @@ def points(coords, grid=None) -> Tensor:
     """
     c = as_array(coords, "coords", np.float64, ndim=2)
     n, d = c.shape
-    if d < 1:
-        raise FormatError("coords: need at least one dimension")
+    if not 1 <= d <= MAX_DIMS:
+        raise FormatError(f"coords: {d} dimensions; need 1 to {MAX_DIMS} (one level per dimension)")
     bad = np.argwhere(~np.isfinite(c))
     if bad.size:
         i, j = bad[0]
@@ -284,6 +291,8 @@ def box(lo, hi, closed="both") -> Tensor:
     hi = as_array(np.atleast_1d(hi), "hi", np.float64)
     if lo.shape != hi.shape:
         raise FormatError(f"lo has {lo.shape[0]} coordinates but hi has {hi.shape[0]}")
+    if lo.shape[0] > MAX_DIMS:
+        raise FormatError(f"lo: {lo.shape[0]} dimensions; at most {MAX_DIMS} (one level per dimension)")
     check_no_nan(lo, "lo")
     check_no_nan(hi, "hi")
     le, re = closed_eps(closed)

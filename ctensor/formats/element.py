@@ -54,6 +54,13 @@ def _exact_values(val, np_dtype, kind: str, fill) -> np.ndarray:
     change (1.5 or NaN into int values, 2 or 0.5 into bool values, uint64 past int64, ints past
     2**53 into float values) instead of truncating it, or values that are not numbers."""
     raw = np.asarray(val)
+    if raw.dtype.kind == "O":                      # numbers in an object array: their own dtype
+        try:
+            raw = np.asarray(raw.tolist())
+        except (ValueError, TypeError):
+            pass
+    if raw.dtype.kind not in "biuf":               # complex values lost their imaginary part, strings parsed
+        raise FormatError(f"val: expected bool, integer or float values, got dtype {raw.dtype}")
     try:
         conv = np.asarray(raw, dtype=np_dtype)
     except (ValueError, TypeError):

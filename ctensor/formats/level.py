@@ -181,6 +181,14 @@ def writable_alias(a: np.ndarray) -> bool:
 FROZEN_BUFFER = "ctensor_frozen_buffer"     # attribute of the kernel-output buffer owners
 
 
+def as_flag(v, name: str) -> bool:
+    """A yes/no argument: a bool (or numpy bool); anything else, such as the truthy string 'no',
+    raises TypeError naming the argument."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name}= must be True or False, got {v!r}")
+    return bool(v)
+
+
 def as_shape(shape, level: str):
     """A level's `shape`: None, or a non-negative integer (int, numpy integer, or a float equal to
     one, e.g. 3.0).  Raises FormatError naming the level otherwise (2.5 was silently cut to 2)."""

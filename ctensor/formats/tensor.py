@@ -177,8 +177,22 @@ def _assign_tile_axes(root: Level, name: str):
         raise FormatError(f"{name}: {m} UniformGrid levels but only {len(root.modes())} modes to bin")
 
 
-def from_dense(fmt: Level, data, name: str) -> Level:
+def _numeric(data, name) -> np.ndarray:
+    """`data` as a bool, integer or float array; an object array of numbers is converted, anything
+    else (complex values, strings, None) raises FormatError naming `name`."""
     arr = np.asarray(data)
+    if arr.dtype.kind == "O":
+        try:
+            arr = np.asarray(arr.tolist())
+        except (ValueError, TypeError):
+            pass
+    if arr.dtype.kind not in "biuf":
+        raise FormatError(f"{name}: expected bool, integer or float values, got dtype {arr.dtype}")
+    return arr
+
+
+def from_dense(fmt: Level, data, name: str) -> Level:
+    arr = _numeric(data, f"{name}: data")
     depth = fmt.ndim
     if arr.ndim != depth:
         raise FormatError(f"{name}: format has {depth} modes but data has shape {arr.shape}")
@@ -201,6 +215,9 @@ def _build(fmt: Level, fibers: list, name: str, shape: tuple) -> Level:
                               "SparseList(Pattern()) or Dense(Element(False))")
         return Pattern()
     fill = fmt.fill
+    if getattr(fmt, "shape", None) is not None and fmt.coord == "int" and fmt.shape != shape[0]:
+        raise FormatError(f"{name}: {type(fmt).__name__} level of shape {fmt.shape} but the data's mode "
+                          f"has {shape[0]} entries (data shape {shape})")
     if isinstance(fmt, Dense):
         n = shape[0]
         return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name, shape[1:]), n)

@@ -58,7 +58,7 @@ def parse(text: str) -> Einsum:
     if not isinstance(text, str):
         raise TypeError(f"einsum text must be a str, got {type(text).__name__}")
     try:
-        src = _preprocess(text.strip())
+        src = _preprocess(" ".join(text.split()))     # one line: newlines and tabs are spaces
         tree = ast.parse(src, mode="exec")
     except SyntaxError as exc:
         raise InvalidProgramError(f"cannot parse einsum {text!r}: {exc.msg}") from None

@@ -339,6 +339,8 @@ def _loop_order(es, rhs, kinds, order, pointlike):
     accs = list(accesses(rhs))
     chains = [[set(d.indices) for d in acc.dims] for acc in accs] + [[{i} for i in es.out_idxs]]
     if order is not None:
+        if isinstance(order, str) or not hasattr(order, "__iter__"):
+            raise TypeError(f"order= must be a sequence of index names such as ['i', 'x'], got {order!r}")
         order = list(order)
         if sorted(order) != sorted(kinds):
             raise InvalidProgramError(f"order={order} must list exactly the indices {sorted(kinds)}")

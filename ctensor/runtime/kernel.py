@@ -66,6 +66,18 @@ def split_args(kwargs):
     return tensors, scalars
 
 
+def _read_args(es, plan, tensors, scalars):
+    """The tensors and scalars the program reads (others are ignored, at compile time and in calls:
+    the kernel neither records nor requires them).  A scalar named like a loop index would be
+    ignored too (the index wins), which is refused: InvalidProgramError."""
+    clash = sorted(set(scalars) & set(plan.kinds))
+    if clash:
+        raise InvalidProgramError(f"{clash[0]!r} is a loop index of {es.text!r}; it cannot also be passed "
+                                  f"as a scalar ({clash[0]}={scalars[clash[0]][0]!r})")
+    read = {a.tensor for a in accesses(es.rhs)} | set(scalar_names(plan.rhs))
+    return ({k: v for k, v in tensors.items() if k in read}, {k: v for k, v in scalars.items() if k in read})
+
+
 class OtherFacts(TypeError):
     """Tensors of the compiled formats whose data facts differ (`formats.level.Facts`): `pack`
     refuses them, a call runs a sibling kernel.  `keys`: their format keys."""
@@ -114,6 +126,7 @@ class Kernel:
         es = parse(text)
         self.text, self.es = text, es
         self.plan = plan = make_plan(es, tensors, scalars, semiring, order, assume_valid=assume_valid)
+        tensors, scalars = _read_args(es, plan, tensors, scalars)
         self.formats = {k: t.level.format_key() for k, t in tensors.items()}
         # for a sibling kernel: tensors of these formats whose data facts differ (`_sibling`)
         self._options = dict(semiring=semiring, order=order, out=out, assume_valid=assume_valid,
@@ -253,6 +266,10 @@ class Kernel:
     def mergeable(self) -> bool:
         """Can a revisited sparse output of this kernel be merged (`runtime.merge_output`)?"""
         return not self.merge_output and unmergeable(self.out_fmt, self.plan) is None
+
+    def __reduce__(self):
+        raise TypeError("a Kernel is machine code in this process's JIT engine and cannot be pickled; "
+                        "pickle its tensors and call ct.compile again (its LLVM object is cached on disk)")
 
     def accepts(self, tensors) -> bool:
         """Were these tensors' formats and data facts the ones compiled for (so a call runs this

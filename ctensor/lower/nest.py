@@ -114,6 +114,50 @@ def mark_unions(rhs):
     return map_accesses(rhs, lambda a: replace(a, union=True) if id(a) in marked else a)
 
 
+def mark_all_unions(rhs, tensors):
+    """Mark every union-readable access (`_union_level`) of an expression that mixes UNION_MIN or
+    more of them under operators that do not all annihilate (`A*B + B*C + ...` under a counting or
+    boolean measure or a max semiring, which no split into per-term passes applies to): merged one
+    cursor state against another, the code grew exponentially in the accesses (3 products: 5 s to
+    compile, 4: a minute).  Read by the union protocol, each is one stepper of runtime-valued chunks
+    and the code is linear; what is lost is the skipping of a factor's gaps where another factor is
+    zero.  A product (or &) chain whose factors are such accesses, or functions of one of them,
+    or free of them, is left alone: its fills annihilate, so it merges without that growth.  Other
+    accesses (Dense vectors, id levels, intervals sets) make no such state and are not counted."""
+    accs = [a for a in walk_accesses(rhs) if a.idxs and not a.union and _union_level(a, tensors)]
+    if len(accs) < UNION_MIN or _product_chain(rhs, {id(a) for a in accs}):
+        return rhs
+    ids = {id(a) for a in accs}
+    return map_accesses(rhs, lambda a: replace(a, union=True) if id(a) in ids else a)
+
+
+def _product_chain(e, ids) -> bool:
+    """Is `e` a chain of * or & in which each factor holding one of the accesses `ids` is that
+    access, or a function of it and constants?"""
+    if not isinstance(e, Call) or e.op not in ("*", "and"):
+        return False
+    todo = [e]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, Call) and t.op == e.op:
+            todo.extend(t.args)
+        elif any(id(a) in ids for a in walk_accesses(t)) and not (isinstance(_operand(t), Access)
+                                                                   and id(_operand(t)) in ids):
+            return False
+    return True
+
+
+def _union_level(a, tensors) -> bool:
+    """Can access `a` be read by the union protocol: its tensor's levels are Dense down to a
+    SparseRunList or a SparseList of real pinpoints holding the leaf, read plainly (no affine map)?"""
+    if isinstance(getattr(a.tns, "level", None), VAffine):
+        return False
+    modes = tensors[a.name].modes()
+    last = modes[-1]
+    return all(isinstance(m, Dense) for m in modes[:-1]) and getattr(last.child, "is_leaf", False) \
+        and (isinstance(last, SparseRunList) or isinstance(last, SparseList) and last.coord == "real")
+
+
 def union_read(term, tensors) -> bool:
     """Will this term of a ⊕-chain lower with no cursor state of its own to combine: no tensor
     access (a literal, a scalar), or an access marked by `mark_unions` whose levels are Dense
@@ -125,10 +169,4 @@ def union_read(term, tensors) -> bool:
         return True
     a = accs[0]
     term = _operand(term)
-    if len(accs) > 1 or a is not term or not a.union or isinstance(getattr(a.tns, "level", None), VAffine):
-        return False
-    t = tensors[a.name]
-    modes = t.modes()
-    last = modes[-1]
-    return all(isinstance(m, Dense) for m in modes[:-1]) and getattr(last.child, "is_leaf", False) \
-        and (isinstance(last, SparseRunList) or isinstance(last, SparseList) and last.coord == "real")
+    return len(accs) == 1 and a is term and a.union and _union_level(a, tensors)

@@ -31,7 +31,7 @@ from ..lang.program import accesses, make_plan, scalar_names
 from ..looplets.nodes import Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower
-from ..lower.nest import loop_nest, mark_unions, reduction_terms, sum_terms, union_read
+from ..lower.nest import loop_nest, mark_all_unions, mark_unions, reduction_terms, sum_terms, union_read
 from ..lower.tile import plan_tiles, tile_extents
 from ..lower.notation import Access, ScalarOut, Val, walk_accesses
 from ..lower.program_notation import counting_additive, notation, root_cover
@@ -221,6 +221,8 @@ class Kernel:
             elif order[-1] == es.out_idxs[-1] and unmergeable(self.out_fmt, plan) is None:
                 split_at = len(order) - 1
                 self.merge_output = ctx.unordered_output = True
+        if terms is None:
+            rhs = mark_all_unions(rhs, tensors)      # one nest over a long mixed expression: keep its code linear
         lower(ctx, loop_nest(order, extents, lhs, plan.op, rhs, plan.measures, terms, split_at))
         if self.out_fmt is None:
             val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))

@@ -99,3 +99,18 @@ def test_grid_edges_are_what_points_store():
     stored = [l.edges for l in P.levels()[:2]]
     for s, e in zip(stored, grid_edges(c, (6, 4))):
         assert np.array_equal(s, e)
+
+
+@settings(deadline=None)
+@given(points_with_outliers(), st.sampled_from([2, 3, 7, (2,), (5, 4)]), st.sampled_from([0.0, 1.0, 2.5]),
+       st.sampled_from(["A[x] * P[x, y, id]", "(A[x] + 1) * P[x, y, id]", "A[y] * P[x, y, id]"]),
+       st.integers(-5, 40), st.integers(0, 30))
+def test_grid_reads_beside_a_track_that_does_not_annihilate(pc, grid, fill, body, a, w):
+    """A track whose fill is not 0 beside a gridded P makes the grid seek from inside a cell (the
+    cell's own lower edge had overwritten the grid's interior edge in the seek: IRError)."""
+    c, base = pc
+    A = ct.intervals([base + a], [base + a + w], values=[3.0], fill=fill, closed="both")
+    text = f"Out[id] = {body} * d(x, y; counting, counting)"
+    want = ct.einsum(text, A=A, P=ct.points(c)).to_numpy()
+    got = ct.einsum(text, A=A, P=ct.points(c, grid=grid)).to_numpy()
+    np.testing.assert_array_equal(got, want)

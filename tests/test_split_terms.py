@@ -187,6 +187,7 @@ MIXED = {   # k -> an expression of k + 1 tracks with 2k accesses under non-anni
     "sum of products": lambda k: " + ".join(f"T{j}[x] * T{j + 1}[x]" for j in range(k)),
     "or of comparisons": lambda k: " | ".join(f"(T{j}[x] * T{j + 1}[x] > 0)" for j in range(k)),
     "max of differences": lambda k: "max(" + ", ".join(f"T{j}[x] - T{j + 1}[x]" for j in range(k)) + ")",
+    "product of shifted tracks": lambda k: " * ".join(f"(T{j}[x] + 2)" for j in range(k + 1)),   # no annihilation
 }
 
 
@@ -210,3 +211,16 @@ def test_mixed_expression_code_grows_linearly():
     size = {k: len(Kernel(f"s[] = ({MIXED['sum of products'](k)}) * d(x; counting)",
                           {f"T{j}": ts[f"T{j}"] for j in range(k + 1)}).ir) for k in (4, 8)}
     assert size[8] < 2.5 * size[4], size
+
+
+@pytest.mark.parametrize("k", [4, 6])
+def test_products_of_tracks_whose_fill_does_not_annihilate(k):
+    """A product of tracks with fill 1 under min, or of (track + c), took 2 s to minutes to compile:
+    the fills do not annihilate, so every cursor state met every other; read by the union protocol."""
+    ts = {f"T{j}": ct.intervals([j, j + 10.0], [j + 2.0, j + 11.0], values=[-1.0 - j, 2.0], fill=1.0,
+                                closed=["left", "both"]) for j in range(k)}
+    prod = " * ".join(f"T{j}[x]" for j in range(k))
+    text = f"s[] = ({prod}) * d(x; boolean)"
+    kernel = Kernel(text, ts, semiring="min")
+    assert kernel(**ts) == oracle(text, semiring="min", **ts).value
+    check_1d("C[x] = " + " * ".join(f"(T{j}[x] + 7)" for j in range(k)), **ts)

@@ -190,7 +190,7 @@ class VUniformGrid:
             one = b.select(three, b.i64(1), b.i64(0))
             lo = b.load(self.edges, one)
             hi = b.load(self.edges, b.sub(self.n, one))
-            st["lo"] = ctx.let(lo, nm + "_glo")
+            st["glo"] = ctx.let(lo, nm + "_glo")
             st["off"] = ctx.let(b.cast(F64, one), nm + "_goff")
             st["scale"] = ctx.let(b.div(b.cast(F64, b.sub(self.n, b.add(one, one))), b.sub(hi, lo)), nm + "_gscale")
 
@@ -198,7 +198,7 @@ class VUniformGrid:
             # estimate the cell arithmetically (clamped before the float -> int conversion, so
             # ±inf never reaches it), then let a finger search correct it against the stored edges
             nf = b.cast(F64, self.n)
-            t = b.add(st["off"], b.mul(b.sub(e.start.v, st["lo"]), st["scale"]))
+            t = b.add(st["off"], b.mul(b.sub(e.start.v, st["glo"]), st["scale"]))
             t = b.minimum(b.maximum(t, b.f64(0.0)), b.sub(nf, b.f64(1.0)))
             finger = ctx.mut(I64, b.cast(I64, t), nm + "_guess")
             key = lambda c: lim_le(e.start, self._stop(c))

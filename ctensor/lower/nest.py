@@ -121,19 +121,20 @@ def mark_all_unions(rhs, tensors):
     cursor state against another, the code grew exponentially in the accesses (3 products: 5 s to
     compile, 4: a minute).  Read by the union protocol, each is one stepper of runtime-valued chunks
     and the code is linear; what is lost is the skipping of a factor's gaps where another factor is
-    zero.  A product (or &) chain whose factors are such accesses, or functions of one of them,
-    or free of them, is left alone: its fills annihilate, so it merges without that growth.  Other
+    zero.  A product (or &) chain whose factors are such accesses with fill 0, or free of them, is
+    left alone: its fills annihilate, so it merges without that growth.  Other
     accesses (Dense vectors, id levels, intervals sets) make no such state and are not counted."""
     accs = [a for a in walk_accesses(rhs) if a.idxs and not a.union and _union_level(a, tensors)]
-    if len(accs) < UNION_MIN or _product_chain(rhs, {id(a) for a in accs}):
+    if len(accs) < UNION_MIN or _product_chain(rhs, {id(a) for a in accs}, tensors):
         return rhs
     ids = {id(a) for a in accs}
     return map_accesses(rhs, lambda a: replace(a, union=True) if id(a) in ids else a)
 
 
-def _product_chain(e, ids) -> bool:
-    """Is `e` a chain of * or & in which each factor holding one of the accesses `ids` is that
-    access, or a function of it and constants?"""
+def _product_chain(e, ids, tensors) -> bool:
+    """Is `e` a chain of * or & whose fills annihilate: each factor holding one of the accesses
+    `ids` is that access, of a tensor whose fill is 0 (or False)?  (`T + 6` or a fill of 1 does not
+    annihilate: a product of such factors grew exponentially too.)"""
     if not isinstance(e, Call) or e.op not in ("*", "and"):
         return False
     todo = [e]
@@ -141,8 +142,8 @@ def _product_chain(e, ids) -> bool:
         t = todo.pop()
         if isinstance(t, Call) and t.op == e.op:
             todo.extend(t.args)
-        elif any(id(a) in ids for a in walk_accesses(t)) and not (isinstance(_operand(t), Access)
-                                                                   and id(_operand(t)) in ids):
+        elif any(id(a) in ids for a in walk_accesses(t)) and not (
+                isinstance(t, Access) and id(t) in ids and tensors[t.name].fill == 0):
             return False
     return True
 

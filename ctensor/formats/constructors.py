@@ -5,7 +5,6 @@ Each validates its input and raises `FormatError` naming the argument and the fi
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..errors import FormatError

@@ -7,8 +7,9 @@ when a few points lie far from the rest (a bad coordinate, "null island" (0, 0) 
 one point at 1e7 beside a million points in [0, 1e4]² puts them all in one cell, and a 1000 × 100
 box query ran 20× slower than with a grid over the bulk.  So the edges are uniform over the *bulk*
 of each axis (`bulk_range`: the range between the TRIM and 1 - TRIM quantiles, extended by the
-share of the range uniform data would have beyond them and a MARGIN), and the points beyond the bulk, when they
-reach farther than one cell, go into one end cell on that side, [min, bulk_lo) or [bulk_hi, max].
+share of the range uniform data would have beyond them and a MARGIN), and the points beyond the
+bulk, when they reach farther than one cell, go into one end cell on that side, [min, bulk_lo) or
+[bulk_hi, max].
 Data without outliers gets the plain uniform edges over [min, max].  A grid's seek estimates the
 cell from the interior edges (`UniformGrid`), so the end cells cost nothing there.
 """

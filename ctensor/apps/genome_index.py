@@ -227,15 +227,14 @@ class GenomeIndex:
         """Map query intervals to the genome axis: (widened start, widened end, zero mask), floats.
         `start`, `end`: 1-D integers (or integral floats) in [0, MAX_COORD]; `chrom`: one name per
         query, or one str for all of them.  Raises FormatError naming the first query row with a
-        coordinate that is fractional, out of range, or a negative start or end < start, or a chrom of
-        another length; TypeError for non-numeric coordinates (the DataFrame functions of
+        coordinate that is fractional or out of range, or end < start, or a chrom of another length; TypeError for non-numeric coordinates (the DataFrame functions of
         `ctensor.apps.genomics` check far more, through `read_intervals`)."""
         start, end = _query_coords(start, "start"), _query_coords(end, "end")
         if start.shape != end.shape:
             raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
-        if start.size and (start.min() < 0 or (end < start).any()):
-            k = int(np.flatnonzero((start < 0) | (end < start))[0])
-            raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) has a negative start or ends before it starts")
+        if (end < start).any():                          # (negative coordinates: `_query_coords`)
+            k = int(np.flatnonzero(end < start)[0])
+            raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) ends before it starts")
         if chrom is not None and not isinstance(chrom, str):
             chrom = np.asarray(chrom, dtype=object)
             if chrom.shape != start.shape:

@@ -12,7 +12,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I1, I8, I64, PtrType
 from ..looplets.nodes import Value
-from .level import Level, float_exact
+from .level import Level, float_exact, numeric_array
 
 DTYPES = {"bool": (np.bool_, I8), "int": (np.int64, I64), "float": (np.float64, F64)}
 
@@ -53,18 +53,8 @@ def _exact_values(val, np_dtype, kind: str, fill) -> np.ndarray:
     """`val` converted to the leaf's dtype; FormatError naming the first value the conversion would
     change (1.5 or NaN into int values, 2 or 0.5 into bool values, uint64 past int64, ints past
     2**53 into float values) instead of truncating it, or values that are not numbers."""
-    raw = np.asarray(val)
-    if raw.dtype.kind == "O":                      # numbers in an object array: their own dtype
-        try:
-            raw = np.asarray(raw.tolist())
-        except (ValueError, TypeError):
-            pass
-    if raw.dtype.kind not in "biuf":               # complex values lost their imaginary part, strings parsed
-        raise FormatError(f"val: expected bool, integer or float values, got dtype {raw.dtype}")
-    try:
-        conv = np.asarray(raw, dtype=np_dtype)
-    except (ValueError, TypeError):
-        raise FormatError(f"val: expected bool, integer or float values, got dtype {raw.dtype}") from None
+    raw = numeric_array(val, "val")        # complex values lost their imaginary part, strings were parsed
+    conv = np.asarray(raw, dtype=np_dtype)
     _check_exact(raw, conv, kind, fill)
     return conv
 

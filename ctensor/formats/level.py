@@ -181,6 +181,20 @@ def writable_alias(a: np.ndarray) -> bool:
 FROZEN_BUFFER = "ctensor_frozen_buffer"     # attribute of the kernel-output buffer owners
 
 
+def numeric_array(x, name: str) -> np.ndarray:
+    """`x` as a bool, integer or float array; an object array of numbers takes their own dtype, and
+    anything else (complex values, strings, None) raises FormatError naming `name`."""
+    a = np.asarray(x)
+    if a.dtype.kind == "O":
+        try:
+            a = np.asarray(a.tolist())
+        except (ValueError, TypeError):
+            pass
+    if a.dtype.kind not in "biuf":
+        raise FormatError(f"{name}: expected bool, integer or float values, got dtype {a.dtype}")
+    return a
+
+
 def as_flag(v, name: str) -> bool:
     """A yes/no argument: a bool (or numpy bool); anything else, such as the truthy string 'no',
     raises TypeError naming the argument."""

@@ -14,7 +14,7 @@ from ..errors import FormatError
 from ..limits import Limit
 from .dense import Dense
 from .element import Element, Pattern
-from .level import Level, writable_alias
+from .level import Level, numeric_array, writable_alias
 from .sparse_list import SparseList
 
 
@@ -177,22 +177,8 @@ def _assign_tile_axes(root: Level, name: str):
         raise FormatError(f"{name}: {m} UniformGrid levels but only {len(root.modes())} modes to bin")
 
 
-def _numeric(data, name) -> np.ndarray:
-    """`data` as a bool, integer or float array; an object array of numbers is converted, anything
-    else (complex values, strings, None) raises FormatError naming `name`."""
-    arr = np.asarray(data)
-    if arr.dtype.kind == "O":
-        try:
-            arr = np.asarray(arr.tolist())
-        except (ValueError, TypeError):
-            pass
-    if arr.dtype.kind not in "biuf":
-        raise FormatError(f"{name}: expected bool, integer or float values, got dtype {arr.dtype}")
-    return arr
-
-
 def from_dense(fmt: Level, data, name: str) -> Level:
-    arr = _numeric(data, f"{name}: data")
+    arr = numeric_array(data, f"{name}: data")
     depth = fmt.ndim
     if arr.ndim != depth:
         raise FormatError(f"{name}: format has {depth} modes but data has shape {arr.shape}")

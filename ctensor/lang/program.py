@@ -281,6 +281,14 @@ def _pointlike(rhs, tensors, kinds, measures):
     return lambda i: kinds[i] == "int" or measures.get(i) == "counting" or i in pins
 
 
+def check_order(order):
+    """`order=`: None or a sequence of index names (a str is refused: with names longer than one
+    letter it is ambiguous).  Raises TypeError naming the argument."""
+    if order is not None and (isinstance(order, str) or not hasattr(order, "__iter__")):
+        raise TypeError(f"order= must be a sequence of index names such as ['i', 'x'], got {order!r}")
+    return order
+
+
 def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=None, assume_valid=False) -> Plan:
     """tensors: name -> object with `.levels()` (root level first) and `.leaf_kind`.
 
@@ -339,9 +347,7 @@ def _loop_order(es, rhs, kinds, order, pointlike):
     accs = list(accesses(rhs))
     chains = [[set(d.indices) for d in acc.dims] for acc in accs] + [[{i} for i in es.out_idxs]]
     if order is not None:
-        if isinstance(order, str) or not hasattr(order, "__iter__"):
-            raise TypeError(f"order= must be a sequence of index names such as ['i', 'x'], got {order!r}")
-        order = list(order)
+        order = list(check_order(order))
         if sorted(order) != sorted(kinds):
             raise InvalidProgramError(f"order={order} must list exactly the indices {sorted(kinds)}")
         low = _lowering(chains, order)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..formats.level import Level, as_flag
 from ..formats.tensor import Tensor, check_nest
 from ..analysis.guards import enabled_by_default
+from ..lang.program import check_order
 from .kernel import Kernel, split_args
 from .output_format import check_output_shape
 
@@ -35,8 +36,7 @@ def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=No
     elif out is not None:       # checked here too: the cache must not map it to the default output
         raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
                         f"got {type(out).__name__}")
-    if order is not None and (isinstance(order, str) or not hasattr(order, "__iter__")):
-        raise TypeError(f"order= must be a sequence of index names such as ['i', 'x'], got {order!r}")
+    check_order(order)
     as_flag(assume_valid, "assume_valid")
     guards = enabled_by_default() if prove_guards is None else as_flag(prove_guards, "prove_guards")
     return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order is not None else None, of,

@@ -70,6 +70,24 @@ def test_pattern_output_and_run_length_merge():
         assert bool(M[p]) == bool(E[p]) == bool(ref.at((p.value, p.eps)))
 
 
+def test_output_closedness_is_honoured():
+    """out=SparseRunList(closed=c) stores the result in closedness c, or raises FormatError when a
+    piece has other endpoints; left at the default it takes the result's own closedness."""
+    A = ct.intervals([0.0, 5.0], [2.0, 7.0], values=[3.0, 1.0])
+    pins = ct.intervals([1.0, 3.0], [1.0, 3.0], values=[2.0, 2.0], closed="both")
+    runs = ct.intervals([1.0], [6.0], values=[2.0])
+    mk = lambda B, o: ct.einsum("C[x] = A[x] * B[x]", A=A, B=B, out=ct.SparseRunList(ct.Element(0.0), **o))
+    assert mk(pins, {}).level.closed == "both" and mk(runs, {}).level.closed == "left"
+    assert mk(pins, {"closed": "both"}).pieces() == [(((ct.Limit(1.0), ct.Limit(1.0)),), 6.0)]
+    het = mk(runs, {"closed": None})
+    assert het.level.closed is None and list(het.level.left_eps) == [0, 0]
+    assert het.pieces() == mk(runs, {}).pieces()
+    with pytest.raises(ct.FormatError, match=r"closed='left'.*interval 0 is \[1.0, 1.0\]"):
+        mk(pins, {"closed": "left"})
+    with pytest.raises(ct.FormatError, match=r"closed='both'.*interval 0 is \[1.0, 2.0\)"):
+        mk(runs, {"closed": "both"})
+
+
 def test_pattern_output_pairs_match_numpy():
     rng = np.random.default_rng(5)
     qs = np.sort(rng.integers(0, 1000, 200)).astype(float)

@@ -256,6 +256,21 @@ def check_ptr(ptr: np.ndarray, npos: int, nnz: int, name: str):
 CLOSED = {"left": (0, -1), "right": (1, 0), "both": (0, 0), "neither": (1, -1)}
 
 
+class DefaultClosed(str):
+    """The closedness 'left' when nobody asked for it: equal to 'left' everywhere (input levels
+    read it as [a, b)), but an output level left at the default may store its result in whatever
+    closedness it has, while an output given `closed=` explicitly must hold exactly that one."""
+
+    def __repr__(self):
+        return "'left'"
+
+    def __reduce__(self):
+        return DefaultClosed, ("left",)
+
+
+DEFAULT_CLOSED = DefaultClosed("left")
+
+
 def closed_eps(closed: str, name="closed"):
     """(left ε, right ε) of a closedness name: 'left' = [a, b) = [a, b-ε]."""
     if not isinstance(closed, str) or closed not in CLOSED:

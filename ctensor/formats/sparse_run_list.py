@@ -33,7 +33,7 @@ from ..looplets.nodes import (AcceptRun, FillLeaf, Fiber, PhaseSpec, Run,
                               Sequence, Stepper, Thunk)
 from .affine import see
 from .append import append_entry, fiber_writer
-from .level import Level, as_array, check_no_nan, check_ptr, closed_eps
+from .level import DEFAULT_CLOSED, Level, as_array, check_no_nan, check_ptr, closed_eps
 from .sparse_list import prefix_sum
 
 
@@ -50,14 +50,18 @@ class SparseRunList(Level):
     child : Level
     ptr : int64 array (npos+1), optional
     left, right : float64 arrays, optional — interval endpoints
-    closed : {'left', 'right', 'both', 'neither'} or None
+    closed : {'left', 'right', 'both', 'neither'} or None, default 'left'
         Homogeneous closedness ('left' = [a, b)), or None for per-endpoint `left_eps`/`right_eps`.
+        As an output format (`out=`): left at the default, the result is stored homogeneous when
+        every endpoint has the same closedness and heterogeneous otherwise; given explicitly, the
+        result is stored in exactly that closedness (None: always heterogeneous), and a result
+        with another closedness raises FormatError naming its first such interval.
     left_eps, right_eps : int8 arrays in {-1, 0, +1}, only when closed is None.
     """
 
     coord = "real"
 
-    def __init__(self, child: Level, ptr=None, left=None, right=None, closed="left",
+    def __init__(self, child: Level, ptr=None, left=None, right=None, closed=DEFAULT_CLOSED,
                  left_eps=None, right_eps=None):
         self.child = child
         self.closed = closed

@@ -29,10 +29,11 @@ def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=No
     sk = tuple(sorted((k, s[1]) for k, s in scalars.items()))
     of = None
     if isinstance(out, Tensor):
-        of = out.level.format_key()
-    elif isinstance(out, Level):
+        out = out.level
+    if isinstance(out, Level):
         check_nest(out, "out")
-        of = out.format_key()
+        # an out= closedness left at the default and one given as 'left' differ (`SparseRunList`)
+        of = (out.format_key(), tuple(type(getattr(lv, "closed", None)).__name__ for lv in out.levels()))
     elif out is not None:       # checked here too: the cache must not map it to the default output
         raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
                         f"got {type(out).__name__}")

@@ -37,7 +37,7 @@ from ..lower.notation import Access, ScalarOut, Val, walk_accesses
 from ..lower.program_notation import counting_additive, notation, root_cover
 from .buffers import adopt_array
 from .recursion import deep
-from .merge_output import homogenize, merge_level, unmergeable
+from .merge_output import merge_level, store_closed, unmergeable
 from .output_format import NP_DTYPE, check_output_format, default_output
 from .packed import PackedCall
 
@@ -415,7 +415,7 @@ class Kernel:
                                                                      ("left_eps", np.int8), ("right_eps", np.int8))}
                 out = SparseRunList(build(lvl.child, depth + 1, nnz), ptr, arrs["left"], arrs["right"], None,
                                     arrs["left_eps"], arrs["right_eps"])
-                return homogenize(merge_level(out, self.plan.op) if self.merge_output else out)
+                return store_closed(merge_level(out, self.plan.op) if self.merge_output else out, lvl.closed)
             raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
         return build(self.out_fmt, 0, 1)
 

@@ -27,7 +27,8 @@ import numpy as np
 
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
-from ..formats.level import CLOSED
+from ..errors import FormatError
+from ..formats.level import CLOSED, DefaultClosed
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
 
@@ -198,15 +199,24 @@ def merge_level(lvl, op):
     return SparseRunList(rebuilt(v), ptr, left, right, None, le, re)
 
 
-def homogenize(lvl: SparseRunList) -> SparseRunList:
-    """Store a heterogeneous run list as homogeneous when every endpoint has the same closedness."""
+def store_closed(lvl: SparseRunList, closed) -> SparseRunList:
+    """A heterogeneous output run list stored in the closedness its out= level asks for: left at the
+    default (`DefaultClosed`), homogeneous when every endpoint has the same closedness; None, as is;
+    'left' | 'right' | 'both' | 'neither', homogeneous, or FormatError naming the first interval
+    with other endpoints."""
     le, re = lvl.left_eps, lvl.right_eps
-    if len(le) == 0:
-        return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, "left")
-    if (le == le[0]).all() and (re == re[0]).all():
-        for name, (a, c) in CLOSED.items():
-            if a == le[0] and c == re[0]:
-                return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, name)
-    return lvl
-
-
+    if closed is None:
+        return lvl
+    if isinstance(closed, DefaultClosed):
+        if len(le) and not ((le == le[0]).all() and (re == re[0]).all()):
+            return lvl
+        closed = next((n for n, ends in CLOSED.items() if len(le) and ends == (le[0], re[0])), "left")
+    else:
+        a, c = CLOSED[closed]
+        bad = np.flatnonzero((le != a) | (re != c))
+        if bad.size:
+            k = int(bad[0])
+            text = f"{'[('[int(le[k] > 0)]}{float(lvl.left[k])!r}, {float(lvl.right[k])!r}{'])'[int(re[k] < 0)]}"
+            raise FormatError(f"out= SparseRunList(closed={closed!r}) cannot hold the result: its interval {k} "
+                              f"is {text}; use closed=None (Limit endpoints) or leave closed unset")
+    return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, closed)

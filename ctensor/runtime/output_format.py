@@ -19,7 +19,7 @@ def default_output(plan) -> Level:
     leaf = Element(plan.fill, dtype=NP_DTYPE[plan.out_kind])
     lvl = leaf
     for i in reversed(plan.einsum.out_idxs):
-        lvl = Dense(lvl) if plan.kinds[i] == "int" else SparseRunList(lvl, closed=None)
+        lvl = Dense(lvl) if plan.kinds[i] == "int" else SparseRunList(lvl)
     return lvl
 
 

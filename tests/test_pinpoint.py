@@ -84,3 +84,22 @@ def test_points_in_id_order_store_no_ids():
     rng = np.random.default_rng(1)
     idx = spatial.index(rng.uniform(0, 100, (500, 2)))
     assert "positions=True" in repr(idx.tensor)
+
+
+@pytest.mark.parametrize("d", [3, 6])
+def test_box_query_in_d_dimensions_code_linear_in_d(d):
+    """A d-dimensional box over pinpoints: the right ids (numpy), and code linear in d — the
+    "whole fiber" second version of a pinpoint walk nests at most `WHOLE_SPLIT_NEST` deep (2^d
+    copies of the innermost loop before: d = 8 took a minute to compile)."""
+    rng = np.random.default_rng(d)
+    X = np.round(rng.random((200, d)), 1)               # ties and points on the box's faces
+    lo, hi = np.full(d, 0.2), np.full(d, 0.8)
+    idx = ", ".join(f"x{k}" for k in range(d))
+    text = f"Out[id] = (B[{idx}] & P[{idx}, id]) * d({idx}; " + ", ".join(["boolean"] * d) + ")"
+    k = ct.compile(text, B=ct.box(lo, hi), P=ct.points(X))
+    got = k(B=ct.box(lo, hi), P=ct.points(X)).to_numpy()
+    assert np.array_equal(got, ((X >= lo) & (X <= hi)).all(1))
+    if d == 6:   # 3 -> 6 dimensions: twice the levels, not 8x the code
+        k3 = ct.compile(text.replace(", x3, x4, x5", "").replace(", boolean, boolean, boolean", ""),
+                        B=ct.box(lo[:3], hi[:3]), P=ct.points(X[:, :3]))
+        assert len(k.ir) < 3 * len(k3.ir)

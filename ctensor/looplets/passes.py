@@ -222,6 +222,9 @@ def _noop_on(ctx, loop, acc, leaf) -> bool:
     return simplify(_rewrite(ctx, loop, lambda a: a is acc, lambda a: leaf)) is None
 
 
+WHOLE_SPLIT_NEST = 2     # nested "whole fiber" versions allowed below one (4 copies of a body at most)
+
+
 def try_spike_walk(ctx, loop, acc) -> bool:
     """A lone stepper of spikes whose fill makes the body a no-op (x * 0, x & false, min= inf...):
     visit its stored coordinates only — `q = seek(start); while stop(q) <= ext.stop: body at
@@ -249,10 +252,25 @@ def try_spike_walk(ctx, loop, acc) -> bool:
 
     if st.last is None:
         walk()
+        return True
+    # every coordinate left in the fiber is <= its last one <= ext.stop: a second version of the
+    # body loops on positions.  Each such split doubles the code below it, so a body that already
+    # holds WHOLE_SPLIT_NEST nested splits gets none (a d-dimensional box over pinpoints:
+    # 2^d copies of the innermost loop otherwise); the innermost levels, where it pays, keep it.
+    outer, ctx.whole_splits = ctx.whole_splits, 0
+    whole = ctx.let(b.land(ir.Read(go), lim_le(st.last(), ext.stop)), loop.idx + "_whole")
+    with ctx.block() as general:
+        walk()
+    inner = ctx.whole_splits
+    if inner >= WHOLE_SPLIT_NEST:
+        ctx.extend(general)
     else:
-        # every coordinate left in the fiber is <= its last one <= ext.stop: loop on positions
-        whole = ctx.let(b.land(ir.Read(go), lim_le(st.last(), ext.stop)), loop.idx + "_whole")
-        ctx.if_(whole, lambda: _counted_walk(ctx, loop, acc, st), walk)
+        with ctx.block() as counted:
+            ctx.assume(whole)
+            _counted_walk(ctx, loop, acc, st)
+        ctx.emit(ir.If(whole, counted, general))
+        inner += 1
+    ctx.whole_splits = max(outer, inner)
     return True
 
 

@@ -31,6 +31,7 @@ class Context:
         # call by `runtime.merge_output`) instead of failing with STATUS_OUTPUT_ORDER
         self.unordered_output = False
         self.union_reads = False        # some access is read by the union protocol (`formats.run_union`)
+        self.whole_splits = 0           # depth of "whole fiber" versions in the body being lowered
 
     # ---------------------------------------------------------------- names and params
     def fresh(self, hint: str) -> str:
@@ -47,6 +48,10 @@ class Context:
     # ---------------------------------------------------------------- emission
     def emit(self, stmt):
         self._stack[-1].append(stmt)
+
+    def extend(self, stmts):
+        """Emit the statements of a block collected by `block()`."""
+        self._stack[-1].extend(stmts)
 
     @contextmanager
     def block(self):

@@ -86,6 +86,11 @@ def test_output_closedness_is_honoured():
         mk(pins, {"closed": "left"})
     with pytest.raises(ct.FormatError, match=r"closed='both'.*interval 0 is \[1.0, 2.0\)"):
         mk(runs, {"closed": "both"})
+    # ±inf are not points: their ε does not stop a closed='both' result being stored homogeneous
+    wide = ct.intervals([-np.inf, 3.0], [0.0, np.inf], values=[3.0, 1.0], closed="both")
+    C = ct.einsum("C[x] = A[x] * 2", A=wide)
+    assert C.level.closed == "both" and list(C.level.right) == [0.0, np.inf]
+    assert C[0.0] == 6.0 and C[3.0] == 2.0 and C[1e308] == 2.0 and C[ct.Limit(0.0, 1)] == 0.0
 
 
 def test_pattern_output_pairs_match_numpy():

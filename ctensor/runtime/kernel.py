@@ -16,10 +16,7 @@ from ..analysis.guards import enabled_by_default
 from ..codegen import compile_function
 from ..errors import FormatError, InvalidProgramError
 from ..formats.dense import Dense
-from ..formats.element import Element, Pattern
 from ..formats.level import Level, strip_facts
-from ..formats.sparse_list import SparseList
-from ..formats.sparse_run_list import SparseRunList
 from ..formats.tensor import Tensor
 from ..ir import build as b
 from ..ir import nodes as ir
@@ -35,10 +32,9 @@ from ..lower.nest import loop_nest, mark_all_unions, mark_unions, reduction_term
 from ..lower.tile import plan_tiles, tile_extents
 from ..lower.notation import Access, ScalarOut, Val, walk_accesses
 from ..lower.program_notation import counting_additive, notation, root_cover
-from .buffers import adopt_array
 from .recursion import deep
-from .merge_output import merge_level, store_closed, unmergeable
-from .output_format import NP_DTYPE, check_output_format, default_output
+from .merge_output import unmergeable
+from .output_format import NP_DTYPE, check_output_format, default_output, rebuild_output
 from .packed import PackedCall
 
 _IR = {"bool": I8, "int": I64, "float": F64}
@@ -390,34 +386,7 @@ class Kernel:
         return out
 
     def _rebuild(self, tensors, cells):
-        def shape_of(depth):
-            name, d = self.plan.source[self.es.out_idxs[depth]]
-            return tensors[name].modes()[d].shape
-
-        def build(lvl, depth, npos):
-            cell = lambda attr: cells.get((depth, attr))
-            if isinstance(lvl, Pattern):
-                return Pattern()
-            if isinstance(lvl, Element):
-                return Element(lvl.fill, val=adopt_array(cell("val"), npos, NP_DTYPE[lvl.kind]), dtype=NP_DTYPE[lvl.kind])
-            if isinstance(lvl, Dense):
-                n = shape_of(depth)
-                return Dense(build(lvl.child, depth + 1, npos * n), n)
-            ptr = adopt_array(cell("ptr"), npos + 1, np.int64)
-            nnz = int(ptr[-1])
-            if isinstance(lvl, SparseList):
-                idx = adopt_array(cell("idx"), nnz, np.float64 if lvl.coord == "real" else np.int64)
-                shape = shape_of(depth) if lvl.coord == "int" else None
-                out = SparseList(build(lvl.child, depth + 1, nnz), ptr, idx, shape=shape, real=lvl.coord == "real")
-                return merge_level(out, self.plan.op) if self.merge_output else out
-            if isinstance(lvl, SparseRunList):
-                arrs = {a: adopt_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
-                                                                     ("left_eps", np.int8), ("right_eps", np.int8))}
-                out = SparseRunList(build(lvl.child, depth + 1, nnz), ptr, arrs["left"], arrs["right"], None,
-                                    arrs["left_eps"], arrs["right_eps"])
-                return store_closed(merge_level(out, self.plan.op) if self.merge_output else out, lvl.closed)
-            raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
-        return build(self.out_fmt, 0, 1)
+        return rebuild_output(self.out_fmt, self.plan, self.merge_output, tensors, cells)
 
 
 def _split_pointwise(terms, tensors) -> bool:

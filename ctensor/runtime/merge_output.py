@@ -201,19 +201,26 @@ def merge_level(lvl, op):
 
 def store_closed(lvl: SparseRunList, closed) -> SparseRunList:
     """A heterogeneous output run list stored in the closedness its out= level asks for: left at the
-    default (`DefaultClosed`), homogeneous when every endpoint has the same closedness; None, as is;
-    'left' | 'right' | 'both' | 'neither', homogeneous, or FormatError naming the first interval
-    with other endpoints."""
+    default (`DefaultClosed`), homogeneous when every finite endpoint has the same closedness; None,
+    as is; 'left' | 'right' | 'both' | 'neither', homogeneous, or FormatError naming the first
+    interval with other finite endpoints.  ±inf are not points of the real line, so the ε of an
+    infinite endpoint is free: it takes the level's closedness."""
     le, re = lvl.left_eps, lvl.right_eps
     if closed is None:
         return lvl
+    fl, fr = np.isfinite(lvl.left), np.isfinite(lvl.right)
     if isinstance(closed, DefaultClosed):
-        if len(le) and not ((le == le[0]).all() and (re == re[0]).all()):
+        a, c = np.unique(le[fl]), np.unique(re[fr])
+        if len(a) > 1 or len(c) > 1:
             return lvl
-        closed = next((n for n, ends in CLOSED.items() if len(le) and ends == (le[0], re[0])), "left")
+        a = int(a[0]) if len(a) else 0          # no finite endpoint on that side: [ and ) as default
+        c = int(c[0]) if len(c) else (-1 if a == 0 else 0)
+        closed = next((n for n, ends in CLOSED.items() if ends == (a, c)), None)
+        if closed is None:
+            return lvl
     else:
         a, c = CLOSED[closed]
-        bad = np.flatnonzero((le != a) | (re != c))
+        bad = np.flatnonzero((fl & (le != a)) | (fr & (re != c)))
         if bad.size:
             k = int(bad[0])
             text = f"{'[('[int(le[k] > 0)]}{float(lvl.left[k])!r}, {float(lvl.right[k])!r}{'])'[int(re[k] < 0)]}"

@@ -1,14 +1,17 @@
-"""Output formats of a kernel: the default one, and the checks of a user's `out=`."""
+"""Output formats of a kernel: the default one, the checks of a user's `out=`, and the output
+rebuilt from the buffers a call grew."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import FormatError, InvalidProgramError
 from ..formats.dense import Dense
-from ..formats.element import Element
+from ..formats.element import Element, Pattern
 from ..formats.level import Level
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
+from .buffers import adopt_array
+from .merge_output import merge_level, store_closed
 
 
 NP_DTYPE = {"bool": np.bool_, "int": np.int64, "float": np.float64}
@@ -66,3 +69,40 @@ def check_output_shape(out, kernel, tensors):
             if n != lvl.shape:
                 raise FormatError(f"out= level {d} ({type(lvl).__name__}) has shape {lvl.shape} but "
                                   f"{es.out}'s index {es.out_idxs[d]!r} has {n} coordinates (from {name})")
+
+
+def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
+    """The output's levels, from the buffers a call grew (`cells`: (depth, buffer name) -> cell of
+    the argument block): Dense shapes from the inputs the plan took them from, sparse levels
+    merged (`merge`: a revisited output, `merge_output.merge_level`) and run lists stored in the
+    closedness `out=` asks for (`merge_output.store_closed`)."""
+    es = plan.einsum
+
+    def shape_of(depth):
+        name, d = plan.source[es.out_idxs[depth]]
+        return tensors[name].modes()[d].shape
+
+    def build(lvl, depth, npos):
+        cell = lambda attr: cells.get((depth, attr))
+        if isinstance(lvl, Pattern):
+            return Pattern()
+        if isinstance(lvl, Element):
+            return Element(lvl.fill, val=adopt_array(cell("val"), npos, NP_DTYPE[lvl.kind]), dtype=NP_DTYPE[lvl.kind])
+        if isinstance(lvl, Dense):
+            n = shape_of(depth)
+            return Dense(build(lvl.child, depth + 1, npos * n), n)
+        ptr = adopt_array(cell("ptr"), npos + 1, np.int64)
+        nnz = int(ptr[-1])
+        if isinstance(lvl, SparseList):
+            idx = adopt_array(cell("idx"), nnz, np.float64 if lvl.coord == "real" else np.int64)
+            shape = shape_of(depth) if lvl.coord == "int" else None
+            out = SparseList(build(lvl.child, depth + 1, nnz), ptr, idx, shape=shape, real=lvl.coord == "real")
+            return merge_level(out, plan.op) if merge else out
+        if isinstance(lvl, SparseRunList):
+            arrs = {a: adopt_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
+                                                                 ("left_eps", np.int8), ("right_eps", np.int8))}
+            out = SparseRunList(build(lvl.child, depth + 1, nnz), ptr, arrs["left"], arrs["right"], None,
+                                arrs["left_eps"], arrs["right_eps"])
+            return store_closed(merge_level(out, plan.op) if merge else out, lvl.closed)
+        raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
+    return build(fmt, 0, 1)

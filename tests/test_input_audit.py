@@ -128,8 +128,13 @@ def test_spatial_arguments_are_named():
             sp.radius_query(idx, c, r)
     with pytest.raises(ct.FormatError, match="^points: "):
         sp.index([[1, 2], [3]])
-    assert sp.box_query(idx, ("0.1", "0.2"), ("0.5", "0.6")).tolist() == \
-        sp.box_query(idx, (0.1, 0.2), (0.5, 0.6)).tolist()           # numeric strings, as float() reads them
+    for lo in (("0.1", "0.2"), (None, 0.2), (1j, 0.2)):             # as the batched queries and r
+        with pytest.raises(TypeError, match="^lo: expected two numbers"):
+            sp.box_query(idx, lo, (0.5, 0.6))
+    with pytest.raises(TypeError, match="^center: "):
+        sp.radius_query(idx, ("0", 0), 1.0)
+    with pytest.raises(ct.FormatError, match="^hi: expected two coordinates"):
+        sp.box_query(idx, (0, 0), (1, 1, 1))
     with pytest.raises(TypeError, match="sort= must be True or False"):
         sp.box_query(idx, (0, 0), (1, 1), sort="no")
     assert sp.index(np.array([[1, 2], [3, 4]], dtype=object)).n == 2

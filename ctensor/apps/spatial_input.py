@@ -58,11 +58,20 @@ def replay(v, items):
 
 
 def pair_arg(v, name):
+    """(x, y) as Python floats: FormatError for not two items or a NaN, TypeError for an item that
+    is not a number (strings included, as in the batched queries and `r`)."""
     try:
         a, b = v
-        a, b = float(a), float(b)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError):
         raise FormatError(f"{name}: expected two coordinates (x, y), got {v!r}") from None
+    try:
+        if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)):
+            raise TypeError
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected two numbers (x, y), got {v!r}") from None
+    except OverflowError:
+        raise FormatError(f"{name}: coordinates of {v!r} overflow a float64") from None
     if a != a or b != b:
         raise FormatError(f"{name} = {v!r} has a NaN coordinate")
     return a, b

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import ctensor
 from ctensor.apps import genome_layout
 from ctensor.apps import genomics as g
-from ctensor.apps.bedio import read_intervals
+from ctensor.apps.bedio import MAX_COORD, read_intervals
 
 from .genomics_oracle import bed, check, cleanup_bedtools_tempfiles, oracle, synthetic  # noqa: F401 (autouse fixture)
 
@@ -552,3 +552,40 @@ def test_closest_kernels_are_searches_and_reused():
     assert a["start_"].tolist()[:1] == [40] and a["distance"].tolist()[0] == 10   # 40 - 31 + 1
     assert a["distance"].isna().tolist() == [False, True]
     assert b[["start_", "distance"]].values.tolist() == [[10, 10], [0, 3]]
+
+
+# ------------------------------------------------------------------- found by differential hunts
+def test_depth_of_zero_length_at_0_stays_on_its_chromosome():
+    """[0, 0) widens to [-1, 1): the depth piece [-1, 0) lies below chromosome k's offset and was
+    decoded onto chromosome k - 1 (the last one for k = 0) at 2**41 - 1; clipped at 0 it vanishes.
+    (bedtools genomecov aborts on [0, 0): the expectation is the docstring's convention.)"""
+    d = pd.DataFrame({"chrom": ["chr1", "chr1", "chr2", "chr2"], "start": [0, 0, 0, 0], "end": [0, 3, 0, 5]})
+    want = pd.DataFrame({"chrom": ["chr1", "chr1", "chr2", "chr2"], "start": [0, 1, 0, 1],
+                         "end": [1, 3, 1, 5], "depth": [2, 1, 2, 1]})
+    got = g.depth(d)
+    assert got.astype({"chrom": object}).to_dict("list") == want.to_dict("list")
+    assert g.merge(d).to_dict("list") == {"chrom": ["chr1", "chr2"], "start": [-1, -1], "end": [3, 5]}  # as bedtools
+
+
+def test_closest_window_ends_before_the_previous_chromosome():
+    """A zero-length interval at MAX_COORD widens to end at 2**40, which is where the window of the
+    next chromosome's queries began: a query on a chromosome without data found it."""
+    top = MAX_COORD
+    d = pd.DataFrame({"chrom": ["chr1"], "start": [top], "end": [top]})
+    q = pd.DataFrame({"chrom": ["chr2", "chr1"], "start": [0, 5], "end": [10, 6]})
+    got = g.closest(q, d, return_index=True)
+    assert got["index_"].tolist() == [-1, 0] and got["distance"].isna().tolist() == [True, False]
+    assert got["distance"][1] == (top - 1) - 6 + 1           # b.start - a.end + 1, b widened to start at top - 1
+
+
+def test_query_labels_and_output_columns():
+    q = pd.DataFrame({"chrom": ["chr1", "chr1", "chr2"], "start": [10, 50, 0], "end": [20, 60, 5]}, index=[100, 200, 300])
+    d = pd.DataFrame({"chrom": ["chr1"], "start": [15], "end": [55]})
+    assert g.any_overlap(q, d).index.tolist() == [100, 200]
+    assert q.loc[g.no_overlap(q, d).index].equals(q.loc[[300]])
+    assert g.count_overlaps(q, d).index.tolist() == [100, 200, 300]
+    assert g.count_overlaps(q.assign(count=9), d)["count"].tolist() == [1, 1, 0]     # DataFrame.assign
+    for op, kw, col in [(g.closest, {}, "distance"), (g.overlap, {}, "start_"), (g.overlap, {"return_index": True}, "index"),
+                        (g.closest, {"return_index": True}, "index_")]:
+        with pytest.raises(ctensor.FormatError, match=f"query: column '{col}'"):
+            op(q.assign(**{col: 7}), d, **kw)

@@ -382,8 +382,11 @@ class GenomeIndex:
         # qs, and it starts at c = the first data start >= p (no data starts in a gap between
         # runs; +inf if none).  So the query overlaps the data iff c < qe; otherwise the nearest
         # data ends at p (nothing ends in (p, qs]) or starts at c (nothing starts in [qe, c)).
-        base = np.floor((gs + ge) / (2 * SPAN)) * SPAN       # the query's chromosome, a window
-        lo, hi = base - SPAN / 2, base + SPAN / 2            # of the axis holding all of its data
+        # the query's chromosome k, and a window of the axis holding all of its data and no other
+        # chromosome's: [k*SPAN - 2, k*SPAN + 2**40] (chromosome k - 1's data may end at
+        # (k - 1)*SPAN + 2**40, a widened zero-length interval at MAX_COORD)
+        base = decode(gs, ge)[0] * SPAN
+        lo, hi = base - 2.0, base + SPAN / 2
         p = self._run("closest_prev", B=interval_tensor(lo, gs, "both"), UE=self.UE).level.child.val
         c = self._run("closest_next", A=interval_tensor(np.maximum(p, lo), hi, "left"), S=self.S).level.child.val
         dist = np.minimum(c - ge + 1, gs - p + 1)            # +inf where the chromosome has no data

@@ -95,8 +95,10 @@ def rows(ptr) -> np.ndarray:
 
 def decode(left, right):
     """Genome-axis intervals -> (chromosome code, start, end).  The midpoint decides the
-    chromosome: a widened interval at 0 starts at -1, below its chromosome's offset."""
-    code = np.floor((left + right) / (2 * SPAN)).astype(np.int64)
+    chromosome: chromosome k's intervals lie in [k*SPAN - 1, k*SPAN + 2**40] (a widened interval
+    at 0 starts at -1, below its offset), so their midpoints are within SPAN/2 of k*SPAN, and the
+    nearest multiple of SPAN is k's offset (a piece [-1, 0) of a depth track included)."""
+    code = np.floor((left + right) / (2 * SPAN) + 0.5).astype(np.int64)
     base = code * SPAN
     return code, (left - base).astype(np.int64), (right - base).astype(np.int64)
 

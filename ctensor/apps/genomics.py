@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import FormatError
 from .bedio import read_intervals
 from .genome_index import EINSUMS, GenomeIndex
 
@@ -86,12 +87,22 @@ def index(data, ops=None, layout=None, cell=None) -> GenomeIndex:
 
 def _args(query, data, op):
     q = read_intervals(query, "query")
+    if isinstance(query, pd.DataFrame) and len(q) == len(query):
+        q.index = query.index           # rows come in query order: the caller's labels stay valid
     idx = index(data, ops=(op,))
     return q, idx, (q["start"].to_numpy(), q["end"].to_numpy(), q["chrom"].to_numpy(dtype=object))
 
 
+def _free(q, names, op):
+    """Columns an operation adds beside the query's must not be query columns (FormatError)."""
+    taken = [c for c in names if c in q.columns]
+    if taken:
+        raise FormatError(f"query: column {taken[0]!r} is a column {op} adds to its output; rename it")
+
+
 def count_overlaps(query, data) -> pd.DataFrame:
-    """Query rows with a `count` column (int64): data intervals overlapping each (`bedtools intersect -c`)."""
+    """Query rows (original index) with a `count` column (int64, replacing a query column of that
+    name, as `DataFrame.assign`): data intervals overlapping each (`bedtools intersect -c`)."""
     q, idx, a = _args(query, data, "count")
     return q.assign(count=idx.count_overlaps(*a))
 
@@ -111,8 +122,10 @@ def no_overlap(query, data) -> pd.DataFrame:
 def overlap(query, data, return_index: bool = False) -> pd.DataFrame:
     """Every overlapping pair (`bedtools intersect -wa -wb`): query columns, then data columns with
     suffix `_` (bioframe's convention).  With `return_index`, columns `index` and `index_` give the
-    row positions of the pair in the query and data."""
+    row positions of the pair in the query and data.  FormatError if a query column is named like a
+    suffixed data column (or `index`, `index_` with `return_index`)."""
     q, idx, a = _args(query, data, "overlap")
+    _free(q, [f"{c}_" for c in idx.frame.columns] + (["index", "index_"] if return_index else []), "overlap")
     qi, dj = idx.overlap(*a)
     left = q.iloc[qi].reset_index(drop=True)
     right = idx.frame.iloc[dj].reset_index(drop=True).add_suffix("_")
@@ -133,8 +146,12 @@ def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.Da
     the synthetic sets; `ties='all'` always equals bedtools).  A query with no data on its
     chromosome gets one row whose data columns and distance are missing (`<NA>`; bedtools prints `. -1 -1` and -1).  Integer data columns and
     `distance` are nullable `Int64`.  With `return_index`, columns `index` and `index_` give the row
-    positions of the query and of the data interval (-1 when there is none)."""
+    positions of the query and of the data interval (-1 when there is none).  FormatError if a
+    query column is named like a column closest adds (`distance`, suffixed data columns, `index`,
+    `index_` with `return_index`)."""
     q, idx, a = _args(query, data, "closest")
+    _free(q, [f"{c}_" for c in idx.frame.columns] + ["distance"] + (["index", "index_"] if return_index else []),
+          "closest")
     qi, dj, dist = idx.closest(*a, ties=ties)
     missing = dj < 0
     left = q.iloc[qi].reset_index(drop=True)
@@ -166,7 +183,8 @@ def intersect(query, data) -> pd.DataFrame:
 def coverage(query, data) -> pd.DataFrame:
     """`bedtools coverage -a query -b data`: query rows plus `count` (overlapping data intervals),
     `covered` (bases covered by their union), `length` (zero-length queries count 2, as bedtools
-    widens them) and `fraction` = covered / length (float64)."""
+    widens them) and `fraction` = covered / length (float64); query columns of those names are
+    replaced, as `DataFrame.assign`.  Original index."""
     q, idx, a = _args(query, data, "coverage")
     return q.assign(**idx.coverage(*a))
 

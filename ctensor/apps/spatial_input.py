@@ -86,7 +86,7 @@ def cell_points_arg(c):
 
 
 def radius_arg(r):
-    if isinstance(r, (str, bytes)):
+    if r is None or isinstance(r, (str, bytes, complex)):
         raise TypeError(f"r: expected a number, got {r!r}")
     try:
         r = float(r)

@@ -458,3 +458,21 @@ def test_split_sum_with_terms_cancelling_on_an_unbounded_run(b, row0, total):
     text = "C[i] = (S[i, x] * A[x] + S[i, x] * B[x]) * d(x; lebesgue)"
     assert [oracle(text, S=S, A=A, B=B).at(i) for i in (0, 1)] == [row0, 5.0]
     assert ct.einsum(text, S=S, A=A, B=B).to_numpy().tolist() == [row0, 5.0]
+
+
+@pytest.mark.parametrize("text, c", [("C[x] = (A[x] + c) == (A[x] + c)", math.nan), ("C[x] = (A[x] + c) != (A[x] + c)", math.nan),
+                                     ("C[x] = (A[x] / c) != (A[x] / c)", 0.0), ("C[x] = (A[x] + c) <= (A[x] + c)", math.nan)])
+def test_value_compared_with_itself_is_ieee(text, c):
+    """Over the fill both sides are the same IR expression (0.0 + c): a NaN there must not compare
+    equal to itself (the fold `e == e` -> true is for coordinates only); the stored region and the
+    fill region agree, as the oracle and numpy do."""
+    A = ct.intervals([0.0], [1.0], values=[1.0])
+    C, ref = ct.einsum(text, A=A, c=c), oracle(text, A=A, c=c)
+    for x in (-5.0, 0.5, 7.0):
+        a = np.float64(1.0 if 0 <= x < 1 else 0.0)
+        with np.errstate(all="ignore"):
+            e = a + c if "+" in text else a / c
+        want = {"==": e == e, "!=": e != e, "<=": e <= e}[text.split(") ")[1][:2].strip()]
+        assert bool(C[x]) == bool(want) == bool(ref.at((x, 0))), x
+    s = ct.einsum("s[] = ((A[x] + c) == (A[x] + c)) * d(x; lebesgue)", A=A, c=math.nan)
+    assert s == 0.0

@@ -199,6 +199,16 @@ def cmp(op: str, a, b):
     return Cmp(op, a, b)
 
 
+def cmp_values(op: str, a, b):
+    """A comparison of the einsum's values (`==`, `<`, ...): IEEE, NaN unordered and unequal to
+    itself, so float operands fold only when both are constants — a runtime scalar or a stored
+    value may be NaN (`(A[x] + c) == (A[x] + c)` with c = nan is false), which `cmp`, built for
+    coordinates and Limits (never NaN but by nextup/nextdown), would fold to true."""
+    if a.type.is_float and not (isinstance(a, Const) and isinstance(b, Const)):
+        return Cmp(op, a, b)
+    return cmp(op, a, b)
+
+
 def lt(a, b):
     return cmp("lt", a, b)
 

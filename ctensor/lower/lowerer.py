@@ -154,7 +154,12 @@ def _collapse_index_value(ctx, loop: Loop):
             return
         pin = ctx.pinpoint_test(ext)
         if b.is_const(pin, False):
-            raise InvalidProgramError(f"the value of index {idx!r} is used on an interval of positive length")
+            ops = sorted({a.op for a in walk_assigns(loop.body)})
+            raise InvalidProgramError(
+                f"the value of index {idx!r} is used on an interval of positive length: between the "
+                f"pinpoints that should mask it, the body is not a no-op under reduction {'/'.join(ops)} "
+                f"(a fill that does not annihilate, e.g. 0 under min or max); not supported yet — use "
+                f"semiring '+' or a mask whose fill annihilates")
         ctx.fail_if(b.lnot(pin), ir.STATUS_INDEX_ON_INTERVAL)
         body = subst_index(loop.body, idx, Val(ext.start.v, "float"))
         lower(ctx, Loop(idx, Extent(ext.start, ext.start, True), body))

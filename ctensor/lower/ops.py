@@ -127,7 +127,7 @@ def _call(ctx, node, k):
         if ak == "bool" and op not in ("eq", "ne"):
             ak = "int"             # i1 has no order: compare truth values as 0/1
         x, y = (to_ir(ctx, a, ak) for a in args)
-        return b.cmp(op, x, y)
+        return b.cmp_values(op, x, y)
     if op == "not":
         return b.lnot(to_ir(ctx, args[0], "bool"))
     if op in LOGIC:

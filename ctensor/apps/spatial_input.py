@@ -64,12 +64,13 @@ def pair_arg(v, name):
         a, b = v
     except (TypeError, ValueError):
         raise FormatError(f"{name}: expected two coordinates (x, y), got {v!r}") from None
+    not_numbers = TypeError(f"{name}: expected two numbers (x, y), got {v!r}")
+    if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)):     # float() would parse them
+        raise not_numbers
     try:
-        if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)):
-            raise TypeError
         a, b = float(a), float(b)
     except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected two numbers (x, y), got {v!r}") from None
+        raise not_numbers from None
     except OverflowError:
         raise FormatError(f"{name}: coordinates of {v!r} overflow a float64") from None
     if a != a or b != b:

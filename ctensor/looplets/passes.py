@@ -258,13 +258,14 @@ def try_spike_walk(ctx, loop, acc) -> bool:
     # holds WHOLE_SPLIT_NEST nested splits gets none (a d-dimensional box over pinpoints:
     # 2^d copies of the innermost loop otherwise); the innermost levels, where it pays, keep it.
     outer, ctx.whole_splits = ctx.whole_splits, 0
-    whole = ctx.let(b.land(ir.Read(go), lim_le(st.last(), ext.stop)), loop.idx + "_whole")
     with ctx.block() as general:
         walk()
     inner = ctx.whole_splits
     if inner >= WHOLE_SPLIT_NEST:
         ctx.extend(general)
     else:
+        # bound here, before the `if` (the general version, collected above, is not emitted yet)
+        whole = ctx.let(b.land(ir.Read(go), lim_le(st.last(), ext.stop)), loop.idx + "_whole")
         with ctx.block() as counted:
             ctx.assume(whole)
             _counted_walk(ctx, loop, acc, st)

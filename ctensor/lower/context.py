@@ -134,7 +134,7 @@ class Context:
             cond = self.prover.prove(cond)
             if b.is_const(cond):
                 if cond.value:
-                    self._stack[-1].extend(body)
+                    self.extend(body)
                 return
         # an `if` inside that the prover removed (using cond) may have protected a load: such a
         # body must stay behind a branch, not run speculatively
@@ -175,7 +175,7 @@ class Context:
         if prove and self.prover:
             cond = self.prover.prove(cond)
             if b.is_const(cond):                # the taken branch was built under a true fact
-                self._stack[-1].extend(t if cond.value else e)
+                self.extend(t if cond.value else e)
                 return
         self.emit(ir.If(cond, t, e))
 

@@ -476,3 +476,35 @@ def test_value_compared_with_itself_is_ieee(text, c):
         assert bool(C[x]) == bool(want) == bool(ref.at((x, 0))), x
     s = ct.einsum("s[] = ((A[x] + c) == (A[x] + c)) * d(x; lebesgue)", A=A, c=math.nan)
     assert s == 0.0
+
+
+@pytest.mark.parametrize("text", ["C[x] = max(A[x] + c, 1)", "C[x] = min(A[x] + c, 1)",
+                                  "C[x] = min(1, A[x] + c)", "C[x] = max(A[x], B[x] - A[x] + c)"])
+@pytest.mark.parametrize("c", [math.nan, 0.5])
+def test_min_max_of_values_propagate_nan(text, c):
+    """min/max of values propagate a NaN operand in either position, as np.minimum/np.maximum and
+    the oracle do (the coordinate select `a < b ? a : b` kept b when a was NaN)."""
+    A = ct.intervals([0.0], [1.0], values=[1.0])
+    B = ct.intervals([0.5], [2.0], values=[3.0])
+    C, ref = ct.einsum(text, A=A, B=B, c=c), oracle(text, A=A, B=B, c=c)
+    for x in (-5.0, 0.25, 0.75, 1.5, 7.0):
+        a, bb = np.float64(1.0 if 0 <= x < 1 else 0.0), np.float64(3.0 if 0.5 <= x < 2 else 0.0)
+        f = {"max(A[x] + c, 1)": lambda: np.maximum(a + c, 1), "min(A[x] + c, 1)": lambda: np.minimum(a + c, 1),
+             "min(1, A[x] + c)": lambda: np.minimum(1, a + c),
+             "max(A[x], B[x] - A[x] + c)": lambda: np.maximum(a, bb - a + c)}[text[7:]]
+        want, got, o = float(f()), C[x], ref.at((x, 0))
+        assert (math.isnan(want) and math.isnan(got) and math.isnan(o)) or want == got == o, (x, want, got, o)
+
+
+@pytest.mark.parametrize("semiring", ["min", "max"])
+def test_min_max_reductions_propagate_nan(semiring):
+    """A NaN value (inf - inf) met by a min/max reduction is the result, as np.min/np.max give."""
+    A = ct.intervals([0.0, 2.0], [1.0, 3.0], values=[math.inf, 1.0])
+    B = ct.intervals([0.0, 2.0], [1.0, 3.0], values=[math.inf, 4.0])
+    for text in ("s[] = (A[x] - B[x]) * d(x; boolean)", "s[] = (B[x] - A[x]) * d(x; boolean)"):
+        got, o = ct.einsum(text, A=A, B=B, semiring=semiring), oracle(text, semiring, A=A, B=B).value
+        assert math.isnan(got) and math.isnan(o), (text, got, o)
+    S = ct.interval_set([0.0, 2.0], [3.0, 3.0])       # id 0 meets the NaN run, id 1 does not
+    C = ct.einsum("C[i] = (S[i, x] * (A[x] - B[x])) * d(x; boolean)", S=S, A=A, B=B, semiring=semiring).to_numpy()
+    # id 1 sees A - B = 1 - 4 on [2, 3) and S's fill 0 elsewhere
+    assert math.isnan(C[0]) and C[1] == (-3.0 if semiring == "min" else 0.0), C

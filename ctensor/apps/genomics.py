@@ -70,9 +70,9 @@ def index(data, ops=None, layout=None, cell=None) -> GenomeIndex:
     [floor_cell(qs), qe) the edges of the query's cells and a reference-cell condition (a pair
     is reported in the first cell both meet, the one whose edge is at most max(qs, ds)):
 
-        C[i]       = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * (max(QS[i], DS[j]) >= c) * d(c, j; counting, counting)
-        O[i, j]    = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * (max(QS[i], DS[j]) >= c) * d(c; boolean)
-        I[i, j, x] = W[i, c] * G[c, j] * (max(QS[i], DS[j]) >= c) * Q[i, x] * D[j, x] * d(c; boolean)
+        C[i]       = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * ((QS[i] >= c) | (DS[j] >= c)) * d(c, j; counting, counting)
+        O[i, j]    = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * ((QS[i] >= c) | (DS[j] >= c)) * d(c; boolean)
+        I[i, j, x] = W[i, c] * G[c, j] * ((QS[i] >= c) | (DS[j] >= c)) * Q[i, x] * D[j, x] * d(c; boolean)
 
     (DS, End the data starts and ends in start order, QS, QE the query's, Q and D the intervals).
     The covered bases of coverage, subtract, merge and closest use the sorted layout's tensors."""

@@ -144,6 +144,31 @@ def maximum(a, b):
     return binop("max", a, b)
 
 
+def minmax_values(op: str, a, b):
+    """min/max of the einsum's values (`min(..)`, `max(..)`, the min/max reductions): a NaN operand
+    propagates, as numpy's `np.minimum` and IEEE 754-2019 `minimum` do.  `binop`'s select
+    `a < b ? a : b`, built for coordinates, keeps b when a is NaN, so a NaN `a` is tested first.
+    Only the identity (+inf for min, -inf for max) folds away; the annihilating infinity does not
+    (min(-inf, nan) is nan here; the notation-level simplifier folds annihilators, as for 0 * x)."""
+    if not a.type.is_float:
+        return binop(op, a, b)
+    if isinstance(a, Const) and isinstance(b, Const):
+        if a.value != a.value or b.value != b.value:
+            return Const(math.nan, a.type)
+        return binop(op, a, b)
+    if a == b:
+        return a
+    identity = math.inf if op == "min" else -math.inf
+    if is_const(a, identity):
+        return b
+    if is_const(b, identity):
+        return a
+    pick = Bin(op, a, b)
+    if isinstance(a, Const):          # a is not NaN: the select already passes a NaN b through
+        return pick
+    return Select(Cmp("ne", a, a), a, pick)
+
+
 def land(a, b):
     return binop("and", a, b)
 

@@ -159,7 +159,12 @@ def _call(ctx, node, k):
     xs = [to_ir(ctx, a, k) for a in args]
     out = xs[0]
     for x in xs[1:]:
-        out = b.div(out, x) if name == "div" else b.binop(name, out, x)
+        if name == "div":
+            out = b.div(out, x)
+        elif name in ("min", "max"):
+            out = b.minmax_values(name, out, x)
+        else:
+            out = b.binop(name, out, x)
     return out
 
 
@@ -169,6 +174,8 @@ def combine(op: str, old, new):
         return new
     if op == "+":
         return b.add(old, new)
-    if op in ("or", "and", "min", "max"):
+    if op in ("min", "max"):
+        return b.minmax_values(op, old, new)
+    if op in ("or", "and"):
         return b.binop(op, old, new)
     raise InvalidProgramError(f"unknown reduction operator {op!r}")

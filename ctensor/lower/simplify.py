@@ -41,8 +41,16 @@ ANNIHILATORS = {"*": [0, False], "and": [False], "or": [True], "min": [-math.inf
 IDENTITIES = {"*": [1, True], "+": [0, False], "and": [True], "or": [False], "min": [math.inf],
               "max": [-math.inf], "xor": [False]}
 
+def _nan_min(a, b):
+    return a if a != a else b if b != b else min(a, b)     # NaN propagates, as in the generated code
+
+
+def _nan_max(a, b):
+    return a if a != a else b if b != b else max(a, b)
+
+
 _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-         "**": operator.pow, "min": min, "max": max, "lt": operator.lt, "le": operator.le,
+         "**": operator.pow, "min": _nan_min, "max": _nan_max, "lt": operator.lt, "le": operator.le,
          "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
          "neg": operator.neg, "not": operator.not_, "sqrt": math.sqrt, "abs": abs}
 

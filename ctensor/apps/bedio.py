@@ -252,3 +252,21 @@ def _read_bed(path) -> pd.DataFrame:
     if has_cr.any() and not is_numeric_dtype(df[last].dtype):  # CRLF: the parser kept the "\r"
         df[last] = df[last].str.removesuffix("\r")
     return _from_frame(df, _Loc(label, lines))
+
+
+def query_coords(a, name) -> np.ndarray:
+    """Query coordinates as int64 (1-D): integers, or floats equal to integers, in [0, MAX_COORD]
+    (chromosomes lie end to end on the genome axis, so a larger one would reach the next)."""
+    v = np.asarray(a)
+    if v.ndim != 1:
+        raise FormatError(f"{name}: expected a 1-D array of coordinates, got shape {v.shape}")
+    if v.dtype.kind not in "iuf" and not (v.dtype.kind == "O" and v.size == 0):
+        raise TypeError(f"{name}: expected integer coordinates, got dtype {v.dtype}")
+    if v.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(v) | (v != np.round(v)))
+        if bad.size:
+            raise FormatError(f"{name}[{int(bad[0])}] = {v[bad[0]].item()!r} is not an integer coordinate")
+    bad = np.flatnonzero((v < 0) | (v > MAX_COORD))
+    if bad.size:
+        raise FormatError(f"{name}[{int(bad[0])}] = {v[bad[0]].item()!r} is outside [0, {MAX_COORD}] (2**40 - 1)")
+    return v.astype(np.int64)

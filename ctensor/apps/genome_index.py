@@ -1,8 +1,8 @@
-"""The index of a set of genomic intervals, and the einsums that answer bedtools' questions.
+"""The index of a set of genomic intervals, answering bedtools' questions with einsums.
 
 Source: the continuous tensor paper §7.2 (genomic interval queries as continuous einsums).  Every
-operation here is one or two einsums compiled by ctensor (`EINSUMS`); numpy only lays coordinates
-out and maps positions back to rows.
+operation here is one or two einsums compiled by ctensor (`genome_einsums.EINSUMS`); numpy only
+lays coordinates out and maps positions back to rows.
 
 Coordinates.  BED intervals are 0-based and half-open, `[start, end)`.  bedtools 2.30 widens a
 zero-length interval `[p, p)` to `[p - 1, p + 1)` for every overlap test (and prints the original
@@ -32,7 +32,8 @@ import pandas as pd
 from .. import Dense, Pattern, SparseInterval, SparseList, SparseRunList, Tensor
 from .. import compile as ct_compile
 from ..errors import FormatError
-from .bedio import MAX_COORD, read_intervals
+from .bedio import query_coords, read_intervals
+from .genome_einsums import EINSUMS, GRID_PARTS, LAYOUTS, PARTS, SEMIRING
 from .genome_layout import (
     BUILD,
     GRID_MAX_CELL,
@@ -53,62 +54,6 @@ from .genome_layout import (
 # synthetic sets: per candidate the window plan costs ~2x the rank plan, whose two rank searches
 # cost about as much as 8 candidates)
 RANK_PLAN_AT = 8.0
-
-# The einsums, by operation.  Index names: i query, j data (start order), x the genome axis,
-# s the data start coordinate.
-EINSUMS = {
-    # #(data starts < query end) - #(data ends <= query start): A[i] = (-inf, qe), B[i] = (-inf, qs]
-    "count": "C[i] = (A[i, x] * S[x, j] - B[i, x] * E[x, j]) * d(x, j; counting, counting)",
-    # rank of a coordinate among the data starts: #(starts in A[i] = (-inf, t)) or (-inf, t]
-    "rank": "N[i] = A[i, x] * S[x, j] * d(x, j; counting, counting)",
-    # pairs, two plans for one answer (`GenomeIndex.pair_plan`).  "window": data starting in the
-    # query's window W[i] = [qs - maxlen, qe) whose interval meets the query's, in one pass;
-    # "ranks": the same candidates as a range of ranks R[i, j] = [rank(qs - maxlen), rank(qe))
-    # from two "rank" calls, then a dense loop over the range (faster when windows are crowded).
-    # A candidate starts before qe, so it meets the query iff it ends after qs: End[j] > QS[i]
-    "overlap": "O[i, j] = W[i, s] * S[s, j] * (End[j] > QS[i]) * d(s; boolean)",
-    "overlap_ranks": "O[i, j] = R[i, j] * (End[j] > QS[i])",
-    # the overlapping pieces themselves, per pair (same two plans)
-    "intersect": "I[i, j, x] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s; boolean)",
-    "intersect_ranks": "I[i, j, x] = R[i, j] * Q[i, x] * D[j, x]",
-    # bases of the query covered by at least one data interval (Lebesgue measure)
-    "covered": "B[i] = Q[i, x] * (Depth[x] > 0) * d(x; lebesgue)",
-    # the union of the data as a run-length list
-    "merge": "M[x] = Depth[x] > 0",
-    # the depth track (bedtools genomecov -bg): one pass per interval, merged by the runtime
-    "depth": "Depth[x] = D[j, x] * d(j; counting)",
-    # the parts of each query interval no data interval covers
-    "subtract": "R[i, x] = Q[i, x] * (Depth[x] == 0)",
-    # closest, (max,+) then (min,+), each collapsing to one finger search per query
-    # (`ctensor.looplets.extremum`): p[i], the last end of a run of the data's union in
-    # B[i] = [chromosome start, qs], then c[i], the first data start in A[i] = [p, chromosome end)
-    # (`GenomeIndex.closest` says why these two give the distance).  The tied nearest intervals
-    # are then the "overlap" pairs of the query widened by its distance.
-    "closest_prev": "P[i] = (x if (B[i, x] & UE[x]) else -inf) * d(x; boolean)",
-    "closest_next": "C[i] = (x if (A[i, x] & S[x, j]) else inf) * d(x, j; boolean, counting)",
-    # the uniform grid (layout="grid", the paper's Fig. 23).  c: the left edge of a cell of width
-    # w, G[c, j]: the intervals meeting cell c, W[i] = [floor_w(qs), qe): the edges of the cells
-    # meeting the query.  Filter W * G, exact test on the values DS/End (QS/QE the query's), and
-    # the reference cell: a pair meets in the cells from floor_w(max(qs, ds)) on, and among the
-    # cells that meet the query and list j only that first one has c <= max(qs, ds), so each
-    # pair counts once and a query's pairs come in start order (cells in order, j sorted in each)
-    "grid_count": "C[i] = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * (max(QS[i], DS[j]) >= c)"
-                  " * d(c, j; counting, counting)",
-    "grid_overlap": "O[i, j] = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * (max(QS[i], DS[j]) >= c)"
-                    " * d(c; boolean)",
-    "grid_intersect": "I[i, j, x] = W[i, c] * G[c, j] * (max(QS[i], DS[j]) >= c) * Q[i, x] * D[j, x] * d(c; boolean)",
-}
-SEMIRING = {"closest_next": "min", "closest_prev": "max"}
-
-
-# the index tensors each operation reads
-PARTS = {"count": ("S", "E"), "overlap": ("S", "End"), "intersect": ("S", "D"),
-         "coverage": ("S", "E", "Depth"), "subtract": ("Depth",), "merge": ("Depth", "S", "E"),
-         "closest": ("S", "End", "UE"), "depth": ("Depth",)}
-# under layout="grid": counts and pairs read the grid and the start/end values
-GRID_PARTS = {**PARTS, "count": ("G", "DS", "End"), "overlap": ("G", "DS", "End"), "intersect": ("G", "DS", "D"),
-              "coverage": ("G", "DS", "End", "Depth"), "merge": ("Depth", "G", "DS", "End")}
-LAYOUTS = ("sorted", "grid")
 
 
 class GenomeIndex:
@@ -229,10 +174,10 @@ class GenomeIndex:
         query, or one str for all of them.  Raises FormatError naming the first query row with a
         coordinate that is fractional or out of range, or end < start, or a chrom of another length; TypeError for non-numeric coordinates (the DataFrame functions of
         `ctensor.apps.genomics` check far more, through `read_intervals`)."""
-        start, end = _query_coords(start, "start"), _query_coords(end, "end")
+        start, end = query_coords(start, "start"), query_coords(end, "end")
         if start.shape != end.shape:
             raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
-        if (end < start).any():                          # (negative coordinates: `_query_coords`)
+        if (end < start).any():                          # (negative coordinates: `query_coords`)
             k = int(np.flatnonzero(end < start)[0])
             raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) ends before it starts")
         if chrom is not None and not isinstance(chrom, str):
@@ -480,21 +425,3 @@ class GenomeIndex:
             s[lone] += 1
             e[lone] -= 1
         return np.asarray(self.chroms, dtype=object)[code], s, e
-
-
-def _query_coords(a, name) -> np.ndarray:
-    """Query coordinates as int64 (1-D): integers, or floats equal to integers, in [0, MAX_COORD]
-    (chromosomes lie end to end on the genome axis, so a larger one would reach the next)."""
-    v = np.asarray(a)
-    if v.ndim != 1:
-        raise FormatError(f"{name}: expected a 1-D array of coordinates, got shape {v.shape}")
-    if v.dtype.kind not in "iuf" and not (v.dtype.kind == "O" and v.size == 0):
-        raise TypeError(f"{name}: expected integer coordinates, got dtype {v.dtype}")
-    if v.dtype.kind == "f":
-        bad = np.flatnonzero(~np.isfinite(v) | (v != np.round(v)))
-        if bad.size:
-            raise FormatError(f"{name}[{int(bad[0])}] = {v[bad[0]].item()!r} is not an integer coordinate")
-    bad = np.flatnonzero((v < 0) | (v > MAX_COORD))
-    if bad.size:
-        raise FormatError(f"{name}[{int(bad[0])}] = {v[bad[0]].item()!r} is outside [0, {MAX_COORD}] (2**40 - 1)")
-    return v.astype(np.int64)

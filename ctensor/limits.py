@@ -90,8 +90,13 @@ class Limit:
     def __mul__(self, c):
         """Scale by a real constant c: (a+sε)·c = ac + sign(c)·sε."""
         if isinstance(c, Limit):
-            # (a+sε)(b+tε) = ab + sign(a t + b s) ε
-            return Limit(self.value * c.value, _sat(_sign(self.value) * c.eps + _sign(c.value) * self.eps))
+            # (a+sε)(b+tε) = ab + (a t + b s) ε + s t ε²: the ε side is the sign of the first
+            # non-zero coefficient
+            a, s, b, t = self.value, self.eps, c.value, c.eps
+            with_eps = a * t + b * s
+            if with_eps != with_eps:         # inf·t + (-inf)·s: no sign to take
+                with_eps = 0
+            return Limit(a * b, _sign(with_eps) if with_eps else s * t)
         return Limit(self.value * c, _sat(self.eps * _sign(c)))
 
     __rmul__ = __mul__

@@ -24,7 +24,7 @@ from .test_differential import SETTINGS
 
 A = ct.intervals([0.0, 2.0], [1.0, 3.0], values=[1.0, 2.0])
 B = ct.intervals([0.0], [1.5], values=[4.0])
-M = ct.Tensor(ct.SparseList(ct.Element(0.0), np.array([0, 2]), np.array([0.5, 1.5])))     # pinpoints over y
+M = ct.Tensor(ct.SparseList(ct.Element(0.0, val=np.ones(2)), np.array([0, 2]), np.array([0.5, 1.5])))     # pinpoints over y
 PTS = ct.points(np.array([[0.0, 1.0], [2.0, 3.0], [1.0, 1.0]]))
 BOX = ct.box([0.0, 0.0], [3.0, 3.0])
 # the same 2-D boolean shape as PTS, but storing intervals: x, y pieces are not points

@@ -142,19 +142,22 @@ def as_array(x, name: str, dtype=None, ndim=1) -> np.ndarray:
     if dtype is not None:
         if np.dtype(dtype).kind in "iu" and a.dtype.kind == "f":
             if a.size and not np.all(np.isfinite(a)):
-                bad = int(np.flatnonzero(~np.isfinite(a))[0])
-                raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not a finite integer")
+                raise FormatError(f"{_first(a, ~np.isfinite(a), name)} is not a finite integer")
             if a.size and not np.all(a == np.round(a)):
-                bad = int(np.flatnonzero(a != np.round(a))[0])
-                raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not an integer")
+                raise FormatError(f"{_first(a, a != np.round(a), name)} is not an integer")
         if np.dtype(dtype).kind == "f" and a.dtype.kind in "iu" and a.dtype.itemsize == 8 and a.size:
             ok = float_exact(a, a.astype(dtype))
             if not ok.all():
-                bad = int(np.flatnonzero(~ok)[0])
-                raise FormatError(f"{name}[{bad}] = {a[bad].item()!r} is not exactly a float64 (integers past "
+                raise FormatError(f"{_first(a, ~ok, name)} is not exactly a float64 (integers past "
                                   "2**53 are rounded): pass floats")
         a = a.astype(dtype, copy=False)
     return np.ascontiguousarray(a)
+
+
+def _first(a: np.ndarray, bad: np.ndarray, name: str) -> str:
+    """'name[i] = v' (or 'name[i, j] = v') for the first true entry of `bad`, in row-major order."""
+    at = np.unravel_index(int(np.flatnonzero(bad)[0]), a.shape)
+    return f"{name}[{', '.join(str(int(i)) for i in at)}] = {a[at].item()!r}"
 
 
 def float_exact(src: np.ndarray, conv: np.ndarray) -> np.ndarray:
@@ -216,6 +219,8 @@ def as_shape(shape, level: str):
         n = int(shape)
     if n < 0:
         raise FormatError(f"{level} shape must be a non-negative integer, got {shape!r}")
+    if n >= 2**63:     # shapes and positions are int64 in the generated code
+        raise FormatError(f"{level} shape must be below 2**63, got {shape!r}")
     return int(n)
 
 

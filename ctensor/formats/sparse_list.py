@@ -47,6 +47,7 @@ class SparseList(Level):
 
     def __init__(self, child: Level, ptr=None, idx=None, shape=None, real=None):
         self.child = child
+        self.real_given = real is not None      # `real=` chosen by the caller, not defaulted
         if real is None:
             real = shape is None and (idx is None or np.asarray(idx).dtype.kind == "f")
         self.coord = "real" if real else "int"
@@ -61,7 +62,9 @@ class SparseList(Level):
         return f"SparseList({self.child.format_str()})"
 
     def empty(self):
-        return SparseList(self.child.empty(), shape=self.shape, real=self.coord == "real")
+        lvl = SparseList(self.child.empty(), shape=self.shape, real=self.coord == "real")
+        lvl.real_given = self.real_given
+        return lvl
 
     def has_data(self):
         return self.ptr is not None and self.child.has_data()

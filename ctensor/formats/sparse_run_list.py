@@ -67,6 +67,9 @@ class SparseRunList(Level):
         self.closed = closed
         if closed is not None:
             closed_eps(closed)
+            if left_eps is not None or right_eps is not None:
+                raise FormatError(f"SparseRunList: left_eps/right_eps give each endpoint its own closedness "
+                                  f"and need closed=None; with closed={closed!r} every interval has that one")
         self.ptr = None if ptr is None else as_array(ptr, "ptr", np.int64)
         self.left = None if left is None else as_array(left, "left", np.float64)
         self.right = None if right is None else as_array(right, "right", np.float64)

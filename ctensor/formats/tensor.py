@@ -14,7 +14,7 @@ from ..errors import FormatError
 from ..limits import Limit
 from .dense import Dense
 from .element import Element, Pattern
-from .level import Level, numeric_array, writable_alias
+from .level import Level, as_flag, numeric_array, writable_alias
 from .sparse_list import SparseList
 
 
@@ -49,13 +49,16 @@ class Tensor:
                  owned: bool = False):
         if not isinstance(format, Level):
             raise TypeError(f"{name}: format must be a level such as ct.Dense(ct.Element(0.0)), got {format!r}")
+        validate, owned = as_flag(validate, "validate"), as_flag(owned, "owned")
         check_nest(format, name)
         if data is not None:
             format = from_dense(format, data, name)
         self.level = format
         self.name = name
         _assign_tile_axes(format, name)
-        if validate and format.has_data():
+        # buffers for some levels but not all is an error, not an empty tensor: validate says
+        # which level lacks them
+        if validate and (format.has_data() or _any_buffer(format)):
             format.validate(1, name)
         if validate and not owned:       # unchecked buffers are the caller's responsibility anyway
             _detach(format)
@@ -106,6 +109,8 @@ class Tensor:
             if lvl.coord == "int" and not isinstance(c, (int, np.integer)):
                 raise TypeError(f"{self.name}: mode {d} is an integer mode, its coordinate must be an int, "
                                 f"got {c!r}")
+            if lvl.coord == "int" and lvl.shape is not None and not 0 <= c < lvl.shape:
+                raise IndexError(f"{self.name}: index {int(c)} out of range for mode {d} of shape {lvl.shape}")
         if self.is_empty_format:
             return self.fill
         return self.level.eval(0, tuple(c if isinstance(c, (int, Limit)) else
@@ -151,6 +156,10 @@ def _detach(root: Level):
         for attr, v in list(vars(lvl).items()):
             if isinstance(v, np.ndarray) and writable_alias(v):
                 setattr(lvl, attr, v.copy())
+
+
+def _any_buffer(root: Level) -> bool:
+    return any(isinstance(v, np.ndarray) for lvl in root.levels() for v in vars(lvl).values())
 
 
 def check_nest(root: Level, name: str):
@@ -207,6 +216,9 @@ def _build(fmt: Level, fibers: list, name: str, shape: tuple) -> Level:
     if isinstance(fmt, Dense):
         n = shape[0]
         return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name, shape[1:]), n)
+    if isinstance(fmt, SparseList) and fmt.coord == "real" and getattr(fmt, "real_given", False):
+        raise FormatError(f"{name}: dense data has integer coordinates, but the SparseList level was asked "
+                          "for a real axis (real=True); use ct.points or the level's ptr/idx buffers")
     if isinstance(fmt, SparseList) and (fmt.coord == "int" or fmt.shape is None):
         # dense data has integer coordinates: an unshaped SparseList takes them with the data's shape
         n = shape[0]

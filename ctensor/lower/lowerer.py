@@ -41,6 +41,17 @@ def lower(ctx, node):
         raise InvalidProgramError(f"cannot lower {node!r}")
 
 
+def read_scalars(ctx, node):
+    """Read the value of each 0-d input (`T[]`, a tensor that is only a leaf) before the program's
+    loops, so the simplifier and the collapses see a value; no index ever unfurls it."""
+    def f(acc):
+        t = acc.tns
+        if not acc.idxs and isinstance(t, Fiber) and getattr(t.level, "is_leaf", False):
+            return resolve(ctx, replace(acc, idxs=(None,)), t)
+        return acc
+    return map_accesses(node, f) if isinstance(node, (Assign, Loop, Block, Sieve)) else node
+
+
 def at_index(acc, idx) -> bool:
     return isinstance(acc.tns, Looplet) and bool(acc.idxs) and acc.idxs[0] == idx
 

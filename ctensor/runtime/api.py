@@ -38,6 +38,8 @@ def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=No
         raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
                         f"got {type(out).__name__}")
     check_order(order)
+    if semiring is not None and not isinstance(semiring, str):    # before it reaches the cache's dict
+        raise TypeError(f"semiring= must be a str such as '+', 'min' or '(min,+)', got {semiring!r}")
     as_flag(assume_valid, "assume_valid")
     guards = enabled_by_default() if prove_guards is None else as_flag(prove_guards, "prove_guards")
     return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order is not None else None, of,

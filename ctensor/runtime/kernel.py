@@ -27,7 +27,7 @@ from ..lang.affine import form
 from ..lang.program import accesses, make_plan, scalar_names
 from ..looplets.nodes import Hollow
 from ..lower.context import Context
-from ..lower.lowerer import lower
+from ..lower.lowerer import lower, read_scalars
 from ..lower.nest import loop_nest, mark_all_unions, mark_unions, reduction_terms, sum_terms, union_read
 from ..lower.tile import plan_tiles, tile_extents
 from ..lower.notation import Access, ScalarOut, Val, walk_accesses
@@ -219,7 +219,7 @@ class Kernel:
                 self.merge_output = ctx.unordered_output = True
         if terms is None:
             rhs = mark_all_unions(rhs, tensors)      # one nest over a long mixed expression: keep its code linear
-        lower(ctx, loop_nest(order, extents, lhs, plan.op, rhs, plan.measures, terms, split_at))
+        lower(ctx, read_scalars(ctx, loop_nest(order, extents, lhs, plan.op, rhs, plan.measures, terms, split_at)))
         if self.out_fmt is None:
             val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
             ctx.emit(ir.Store(ir.Read(cell), b.i64(0), val))

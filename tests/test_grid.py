@@ -140,6 +140,22 @@ def test_shifted_reads_with_grids():
             assert close(ct.einsum(text, A=A, P=ct.points(c, grid=g), d=1.5), want)
 
 
+@SETTINGS
+@given(coords_st, grid_st, st.sampled_from(["P[x, y - d, id]", "P[x - d, y, id]", "P[x, 2*y, id]", "P[0.1*x + d, y, id]",
+                                            "P[x + d, 3*y - d, id]"]),
+       st.sampled_from([1.0, 0.5, 3.0, 1e6, -7.25]))
+def test_affine_reads_of_a_grid_keep_the_points_at_the_top_edge(pts, grid, acc, d):
+    """Through x = (u - b)/a the image of the top edge (one ulp above the last point) rounded onto
+    the last point's image, and the points at the top of an axis were lost (fl(nextup(1) + 1) = 2).
+    A box over everything finds every point, as without a grid."""
+    c = np.array(pts, float)
+    text = f"Out[id] = (B[x, y] & {acc}) * d(x, y; boolean, boolean)"
+    B = ct.box([-1e9, -1e9], [1e9, 1e9])
+    plain = ct.einsum(text, B=B, P=ct.points(c), d=d).to_numpy()
+    assert plain.all()
+    assert np.array_equal(ct.einsum(text, B=B, P=ct.points(c, grid=grid), d=d).to_numpy(), plain)
+
+
 def test_whole_cells_on_cell_edges():
     """A piece that is a whole cell is walked without coordinate tests (`lower.tile.lower_piece`):
     boxes whose sides lie exactly on cell edges, on points at every edge, for a program that is a

@@ -169,8 +169,20 @@ class VUniformGrid:
         return Extent.real()
 
     def _edge(self, c):
-        """Edge c as a Limit just below it (cells are half-open), in the loop's frame."""
-        return see(self, SymLimit(b.load(self.edges, c), b.i8(-1), True))
+        """Edge c as a Limit just below it (cells are half-open), in the loop's frame.
+
+        Through an affine view x = (u - b)/a the images are rounded, and a point of a cell can map
+        onto the image of the cell's top edge: the last point of an axis sits one ulp below the
+        top edge e[n] (`uniform_edges`), and fl(nextup(1) + 1) = 2 = fl(1 + 1).  Every point lies
+        in [e[0], e[n]), so in the loop's frame the outer edges are -inf and +inf, which nothing
+        rounds onto.  An interior edge can still meet a point's image when the map loses more
+        precision than the gap between them (a point within about one ulp of the mapped edge)."""
+        u = SymLimit(b.load(self.edges, c), b.i8(-1), True)
+        if self.view is None:
+            return u
+        x = see(self, u)
+        v = b.select(b.eq(c, b.i64(0)), b.f64(-math.inf), b.select(b.eq(c, self.n), b.f64(math.inf), x.v))
+        return SymLimit(v, x.e, False)
 
     def _stop(self, c):
         return self._edge(b.add(c, b.i64(1)))
@@ -180,7 +192,9 @@ class VUniformGrid:
 
         def preamble(ctx):
             st["c"] = ctx.mut(I64, b.i64(0), nm + "_c")
-            st["first"] = SymLimit(ctx.let(self._edge(b.i64(0)).v, nm + "_lo"), b.i8(-1), True)
+            # through a view the outer edges are ±inf (`_edge`): no longer known to be above -inf
+            fin = self.view is None
+            st["first"] = SymLimit(ctx.let(self._edge(b.i64(0)).v, nm + "_lo"), b.i8(-1), fin)
             st["last"] = SymLimit(ctx.let(self._edge(self.n).v, nm + "_hi"), b.i8(-1), True)
             st["base"] = ctx.let(b.mul(pos, self.n), nm + "_base")
             # the seek's estimate off + (x - lo) * scale, from the interior edges e[1] .. e[n-1] when
@@ -207,7 +221,7 @@ class VUniformGrid:
         def step_preamble(ctx):
             st["cv"] = ctx.let(ir.Read(st["c"]), nm + "_cv")
             st["stop"] = SymLimit(ctx.let(self._stop(st["cv"]).v, nm + "_stop"), b.i8(-1), True)
-            st["lo"] = SymLimit(ctx.let(self._edge(st["cv"]).v, nm + "_cell_lo"), b.i8(0), True)
+            st["lo"] = SymLimit(ctx.let(self._edge(st["cv"]).v, nm + "_cell_lo"), b.i8(0), self.view is None)
 
         def nxt(ctx, full):
             ctx.assign(st["c"], b.add(ir.Read(st["c"]), b.cast(I64, full)))

@@ -216,7 +216,7 @@ def _build(fmt: Level, fibers: list, name: str, shape: tuple) -> Level:
     if isinstance(fmt, Dense):
         n = shape[0]
         return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name, shape[1:]), n)
-    if isinstance(fmt, SparseList) and fmt.coord == "real" and getattr(fmt, "real_given", False):
+    if isinstance(fmt, SparseList) and fmt.coord == "real" and fmt.real_given:
         raise FormatError(f"{name}: dense data has integer coordinates, but the SparseList level was asked "
                           "for a real axis (real=True); use ct.points or the level's ptr/idx buffers")
     if isinstance(fmt, SparseList) and (fmt.coord == "int" or fmt.shape is None):

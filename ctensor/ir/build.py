@@ -163,10 +163,11 @@ def minmax_values(op: str, a, b):
         return b
     if is_const(b, identity):
         return a
-    pick = Bin(op, a, b)
-    if isinstance(a, Const):          # a is not NaN: the select already passes a NaN b through
-        return pick
-    return Select(Cmp("ne", a, a), a, pick)
+    if isinstance(b, Const):
+        a, b = b, a
+    if isinstance(a, Const):          # a is not NaN: the select `a < b ? a : b` passes a NaN b through
+        return Bin(op, a, b)
+    return Select(Cmp("ne", a, a), a, Bin(op, a, b))
 
 
 def land(a, b):

@@ -45,11 +45,9 @@ def read_scalars(ctx, node):
     """Read the value of each 0-d input (`T[]`, a tensor that is only a leaf) before the program's
     loops, so the simplifier and the collapses see a value; no index ever unfurls it."""
     def f(acc):
-        t = acc.tns
-        if not acc.idxs and isinstance(t, Fiber) and getattr(t.level, "is_leaf", False):
-            return resolve(ctx, replace(acc, idxs=(None,)), t)
-        return acc
-    return map_accesses(node, f) if isinstance(node, (Assign, Loop, Block, Sieve)) else node
+        leaf = not acc.idxs and isinstance(acc.tns, Fiber) and getattr(acc.tns.level, "is_leaf", False)
+        return read_value(ctx, acc.tns) if leaf else acc
+    return map_accesses(node, f)
 
 
 def at_index(acc, idx) -> bool:
@@ -70,9 +68,14 @@ def resolve(ctx, acc: Access, new):
     if isinstance(new, Value):
         return Val(new.expr, new.dtype)
     if isinstance(new, Fiber) and not rest:
-        leaf = new.level.read_leaf(ctx, new.pos)
-        return Lit(leaf.value) if isinstance(leaf, FillLeaf) else Val(leaf.expr, leaf.dtype)
+        return read_value(ctx, new)
     return replace(acc, tns=new, idxs=rest)
+
+
+def read_value(ctx, fiber: Fiber):
+    """The value of a leaf fiber: a literal for a fill, else the loaded value."""
+    leaf = fiber.level.read_leaf(ctx, fiber.pos)
+    return Lit(leaf.value) if isinstance(leaf, FillLeaf) else Val(leaf.expr, leaf.dtype)
 
 
 def unfurl_accesses(ctx, loop: Loop):

@@ -41,6 +41,7 @@ ANNIHILATORS = {"*": [0, False], "and": [False], "or": [True], "min": [-math.inf
 IDENTITIES = {"*": [1, True], "+": [0, False], "and": [True], "or": [False], "min": [math.inf],
               "max": [-math.inf], "xor": [False]}
 
+
 def _nan_min(a, b):
     return a if a != a else b if b != b else min(a, b)     # NaN propagates, as in the generated code
 

@@ -5,13 +5,13 @@ piecewise-constant tensors stored in fibertree levels, a continuous einsum, lowe
 Looplets into a typed SSA-style IR, and native code through llvmlite.  See DESIGN.md §6 for the API.
 """
 from .errors import FormatError, InvalidProgramError, KernelError, ValidityUnknown
-from .formats import (Dense, Element, Level, Pattern, SparseInterval, SparseList, SparsePoint,
-                      SparseRunList, Tensor, UniformGrid, box, interval_set, intervals, points)
+from .formats import (Dense, Element, Level, Pattern, SparseByteMap, SparseInterval, SparseList,
+                      SparsePoint, SparseRunList, Tensor, UniformGrid, box, interval_set, intervals, points)
 from .limits import EPS, Limit, drop_eps, minus_eps, plus_eps
 from .runtime import Kernel, compile, einsum, kernel_cache
 
 __all__ = ["FormatError", "InvalidProgramError", "KernelError", "ValidityUnknown", "Dense", "Element", "Level",
-           "Pattern", "SparseInterval", "SparseList", "SparsePoint", "SparseRunList", "Tensor", "UniformGrid",
-           "box", "interval_set", "intervals", "points", "Limit", "EPS", "drop_eps", "plus_eps",
+           "Pattern", "SparseByteMap", "SparseInterval", "SparseList", "SparsePoint", "SparseRunList", "Tensor",
+           "UniformGrid", "box", "interval_set", "intervals", "points", "Limit", "EPS", "drop_eps", "plus_eps",
            "minus_eps", "Kernel", "compile", "einsum", "kernel_cache"]
 __version__ = "0.1.0"

@@ -147,7 +147,7 @@ def _runs(rng, closed, hetero):
 def build(rng, spec, npos, closed=None):
     """Level nest of `spec` (outermost first) holding `npos` fibers.  Kinds: D (Dense), SLi/SLr
     (SparseList of ids / real pinpoints), SPi/SPr (SparsePoint), SI (SparseInterval, real), SIi
-    (SparseInterval of id ranges), SRL/SRLh (SparseRunList homogeneous / Limit endpoints), E
+    (SparseInterval of id ranges), BM (SparseByteMap of ids), SRL/SRLh (SparseRunList homogeneous / Limit endpoints), E
     (Element(0.0)), P (Pattern).  `closed`: the closedness of real interval levels (one per
     format, so that tensors built with it share a format); random when None."""
     kind, rest = spec[0], spec[1:]
@@ -159,6 +159,13 @@ def build(rng, spec, npos, closed=None):
     if kind == "D":
         n = int(rng.integers(1, 4))
         return ct.Dense(build(rng, rest, npos * n, closed), n)
+    if kind == "BM":         # SparseByteMap: from the table, or from ptr/idx (tbl derived)
+        tbl = rng.random(npos * 4) < 0.5
+        child = build(rng, rest, npos * 4, closed)
+        if rng.random() < 0.5:
+            return ct.SparseByteMap(child, 4, tbl=tbl)
+        q = np.flatnonzero(tbl)
+        return ct.SparseByteMap(child, 4, np.searchsorted(q, np.arange(npos + 1) * 4), q % 4)
     if kind in ("SLi", "SLr"):
         ptr, idx = [0], []
         for _ in range(npos):
@@ -203,7 +210,7 @@ def build(rng, spec, npos, closed=None):
     raise ValueError(kind)
 
 
-INT_LEVELS = ["D", "SLi", "SPi", "SIi"]
+INT_LEVELS = ["D", "SLi", "SPi", "SIi", "BM"]
 REAL_LEVELS = ["SLr", "SPr", "SI", "SRL", "SRLh"]
 POINTLIKE = {"SLr", "SPr"}
 seeds = st.integers(0, 2**32 - 1)

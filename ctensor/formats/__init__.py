@@ -3,6 +3,7 @@ from .constructors import box, interval_set, intervals, points
 from .dense import Dense
 from .element import Element, Pattern
 from .level import Level
+from .sparse_byte_map import SparseByteMap
 from .sparse_interval import SparseInterval
 from .sparse_point import SparsePoint
 from .sparse_list import SparseList
@@ -10,5 +11,5 @@ from .sparse_run_list import SparseRunList
 from .tensor import Tensor
 from .uniform_grid import UniformGrid
 
-__all__ = ["Dense", "Element", "Pattern", "Level", "SparseInterval", "SparsePoint", "SparseList",
+__all__ = ["Dense", "Element", "Pattern", "Level", "SparseByteMap", "SparseInterval", "SparsePoint", "SparseList",
            "SparseRunList", "Tensor", "UniformGrid", "box", "interval_set", "intervals", "points"]

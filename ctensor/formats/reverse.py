@@ -74,10 +74,11 @@ def reversed_sparse_list(lvl, ctx, pos):
     def step_preamble(ctx):
         st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
         st["c"] = ctx.let(b.load(lvl.idx, st["qv"]), n + "_c")
+        st["slot"] = lvl.child_pos(ctx, pos, st["qv"])
 
     stepper = Stepper(seek=_seek(ctx, st, coord, n + "_s"), preamble=step_preamble,
                       stop=lambda ctx: lvl._lim(st["c"]),
-                      chunk=lambda ctx: Spike(FillLeaf(lvl.fill), Fiber(lvl.child, st["qv"])),
+                      chunk=lambda ctx: Spike(FillLeaf(lvl.fill), Fiber(lvl.child, st["slot"])),
                       next=_next(st), stop_eps=0, spikes=True, fill=lvl.fill)
     body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
                      PhaseSpec(body=lambda ctx, e: Run(FillLeaf(lvl.fill)))])

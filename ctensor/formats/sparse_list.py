@@ -178,6 +178,10 @@ class VSparseList:
         at = lambda k: self._lim(b.load(self.idx, k))
         return unfurl_union(self, ctx, pos, at, at)
 
+    def child_pos(self, ctx, pos, q):
+        """The child slot of entry q of fiber pos (SparseByteMap: pos*shape + idx[q])."""
+        return q
+
     # ---------------------------------------------------------------- read
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
         if mode != "read":
@@ -242,13 +246,14 @@ class VSparseList:
         def step_preamble(ctx):
             st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
             st["c"] = ctx.let(b.load(self.idx, st["qv"]), n + "_c")
+            st["slot"] = self.child_pos(ctx, pos, st["qv"])
 
         def nxt(ctx, full):
             ctx.assign(st["q"], b.add(ir.Read(st["q"]), b.cast(I64, full)))
 
         stepper = Stepper(seek=seek, preamble=step_preamble,
                           stop=lambda ctx: self._lim(st["c"]),
-                          chunk=lambda ctx: Spike(FillLeaf(self.fill), Fiber(self.child, st["qv"])),
+                          chunk=lambda ctx: Spike(FillLeaf(self.fill), Fiber(self.child, st["slot"])),
                           next=nxt, stop_eps=0, count=count if self.leaf_count is not None else None,
                           extremum=extremum if self.leaf_count is not None else None,
                           spikes=True, fill=self.fill, last=lambda: st["last"],

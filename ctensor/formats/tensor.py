@@ -15,6 +15,7 @@ from ..limits import Limit
 from .dense import Dense
 from .element import Element, Pattern
 from .level import Level, as_flag, numeric_array, writable_alias
+from .sparse_byte_map import SparseByteMap
 from .sparse_list import SparseList
 
 
@@ -27,7 +28,7 @@ class Tensor:
         The root level, e.g. ``SparseRunList(Element(0.0), ptr=..., left=..., right=...)``.  A level
         tree without buffers is an empty tensor (all fill), usable as an output format (``out=``).
     data : numpy array, optional
-        Dense data to convert into `format` (integer modes only: Dense / integer SparseList levels;
+        Dense data to convert into `format` (integer modes only: Dense, SparseByteMap or integer SparseList levels;
         the leaf's fill value decides what is stored).
     name : str
         Used in error messages.
@@ -124,7 +125,8 @@ class Tensor:
         return list(self.level.pieces(0))
 
     def to_numpy(self) -> np.ndarray:
-        """Dense numpy array of a tensor whose modes are all integer (Dense or integer SparseList)."""
+        """Dense numpy array of a tensor whose modes are all integer (Dense, SparseByteMap or integer
+        SparseList)."""
         shape = []
         for lvl in self.levels():
             if lvl.is_leaf:
@@ -216,6 +218,15 @@ def _build(fmt: Level, fibers: list, name: str, shape: tuple) -> Level:
     if isinstance(fmt, Dense):
         n = shape[0]
         return Dense(_build(fmt.child, [f[i] for f in fibers for i in range(n)], name, shape[1:]), n)
+    if isinstance(fmt, SparseByteMap):
+        # the child holds every slot (p*n + i), as under Dense; tbl is derived from ptr/idx
+        n = shape[0]
+        stored = [[i for i in range(n) if np.any(f[i] != fill)] for f in fibers]
+        ptr = np.cumsum([0] + [len(s) for s in stored])
+        idx = np.array([i for s in stored for i in s], dtype=np.int64)
+        slots = [f[i] for f, s in zip(fibers, stored) for i in s] if isinstance(fmt.child, Pattern) else \
+            [f[i] for f in fibers for i in range(n)]
+        return SparseByteMap(_build(fmt.child, slots, name, shape[1:]), n, ptr, idx)
     if isinstance(fmt, SparseList) and fmt.coord == "real" and fmt.real_given:
         raise FormatError(f"{name}: dense data has integer coordinates, but the SparseList level was asked "
                           "for a real axis (real=True); use ct.points or the level's ptr/idx buffers")

@@ -16,6 +16,7 @@ from ..analysis.guards import enabled_by_default
 from ..codegen import compile_function
 from ..errors import FormatError, InvalidProgramError
 from ..formats.dense import Dense
+from ..formats.sparse_byte_map import SparseByteMap
 from ..formats.level import Level, strip_facts
 from ..formats.tensor import Tensor
 from ..ir import build as b
@@ -193,7 +194,8 @@ class Kernel:
         order = plan.order
         if tiling is not None:
             extents, order = tile_extents(tiling, extents), tiling.order
-        random_access = self.out_fmt is None or all(isinstance(lv, Dense) for lv in self.out_fmt.levels()[:-1])
+        random_access = self.out_fmt is None or all(isinstance(lv, (Dense, SparseByteMap))
+                                                     for lv in self.out_fmt.levels()[:-1])
         fission = random_access and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
             and counting_additive(plan, tensors)
         # a float sum under Lebesgue measures splits too (code linear in the terms, not exponential):

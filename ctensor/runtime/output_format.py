@@ -8,6 +8,7 @@ from ..errors import FormatError, InvalidProgramError
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
 from ..formats.level import Level
+from ..formats.sparse_byte_map import SparseByteMap
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
 from .buffers import adopt_array
@@ -91,6 +92,8 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
         if isinstance(lvl, Dense):
             n = shape_of(depth)
             return Dense(build(lvl.child, depth + 1, npos * n), n)
+        if isinstance(lvl, SparseByteMap):
+            return _byte_map(lvl, build, cell, shape_of(depth), depth, npos)
         ptr = adopt_array(cell("ptr"), npos + 1, np.int64)
         nnz = int(ptr[-1])
         if isinstance(lvl, SparseList):
@@ -106,3 +109,14 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
             return store_closed(merge_level(out, plan.op) if merge else out, lvl.closed)
         raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
     return build(fmt, 0, 1)
+
+
+def _byte_map(lvl, build, cell, n, depth, npos) -> SparseByteMap:
+    """Freeze of a SparseByteMap (Finch sorts its `srt` list): the slots p*n + i the kernel appended,
+    in write order, sorted; fiber p's ids are those in [p*n, (p+1)*n)."""
+    nnz = int(adopt_array(cell("count"), 1, np.int64)[0])
+    slots = np.sort(adopt_array(cell("srt"), nnz, np.int64))
+    ptr = np.searchsorted(slots, np.arange(npos + 1, dtype=np.int64) * n).astype(np.int64)
+    idx = slots - np.repeat(np.arange(npos, dtype=np.int64) * n, np.diff(ptr))
+    tbl = adopt_array(cell("tbl"), npos * n, np.int8).view(np.bool_)
+    return SparseByteMap(build(lvl.child, depth + 1, npos * n), n, ptr, idx, tbl)

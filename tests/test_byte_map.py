@@ -1,0 +1,178 @@
+"""SparseByteMap: a sparse integer level that takes writes in any order (Finch's SparseByteMap).
+
+Outputs written through it are compared with the reference interpreter and with the same program
+into a Dense output; inputs built from numpy, from ptr/idx and from the table are read back by
+`T[...]`, `pieces()`, `to_numpy()` and einsums (plain, affine and reversed reads).
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ctensor as ct
+
+from .helpers import close, oracle
+from .test_fuzz_multidim import INT_LEVELS, REAL_LEVELS, POINTLIKE, compare, nest, seeds, tolerated, weights
+
+_P = settings()
+few = settings(_P, max_examples=max(1, _P.max_examples // 20))
+
+
+def dense_cells(T):
+    return T.to_numpy()
+
+
+# --------------------------------------------------------------------------------- outputs
+def test_box_query_ids_written_in_spatial_order():
+    """Out[id] from a loop over x then y: ids arrive out of order, the byte map sorts them."""
+    rng = np.random.default_rng(1)
+    c = rng.integers(0, 20, size=(300, 2)).astype(float)       # shared coordinates, points on edges
+    P = ct.points(c)
+    B = ct.box([3, 4], [12, 9])
+    text = "O[id] = (B[x, y] & P[x, y, id]) * d(x, y; boolean, boolean)"
+    want = np.flatnonzero((c[:, 0] >= 3) & (c[:, 0] <= 12) & (c[:, 1] >= 4) & (c[:, 1] <= 9))
+    for leaf in (ct.Pattern(), ct.Element(False)):
+        out = ct.einsum(text, B=B, P=P, out=ct.SparseByteMap(leaf))
+        assert isinstance(out.level, ct.SparseByteMap)
+        np.testing.assert_array_equal(out.level.idx, want)
+        np.testing.assert_array_equal(np.flatnonzero(out.to_numpy()), want)
+        assert out.level.tbl.sum() == want.size and out.level.ptr.tolist() == [0, want.size]
+        assert [c for (c,), v in out.pieces()] == want.tolist()
+
+
+def test_counting_into_a_byte_map_matches_dense_and_the_oracle():
+    """Counts per id with every id revisited (a sum over shifted copies of the points)."""
+    rng = np.random.default_rng(2)
+    c = rng.integers(0, 6, size=(40, 1)).astype(float)
+    P = ct.points(c)
+    A = ct.intervals([0.0, 2.0, 4.5], [1.0, 3.5, 6.0], values=[1.0, 2.0, 3.0])
+    S = ct.interval_set([0.0, 1.0, 2.0], [2.0, 4.0, 5.0])
+    for text, args in [("O[id] = P[x, id] * A[x] * d(x; counting)", dict(P=P, A=A)),
+                       ("O[id] = S[j, x] * P[x, id] * d(j, x; counting, counting)", dict(S=S, P=P))]:
+        got = ct.einsum(text, out=ct.SparseByteMap(ct.Element(0.0)), **args)
+        ref = ct.einsum(text, out=ct.Dense(ct.Element(0.0)), **args)
+        np.testing.assert_allclose(got.to_numpy(), ref.to_numpy())
+        o = oracle(text, **args)
+        assert all(close(got[i], o.at(i)) for i in range(len(c)))
+
+
+@pytest.mark.parametrize("semiring, fill", [(None, 0.0), ("min", np.inf), ("max", -np.inf)])
+def test_reductions_over_a_revisited_byte_map(semiring, fill):
+    """O[j] written once per i (order i, j, x): each visit ⊕-adds into the stored slot."""
+    A = nest(5, ["D", "SRL", "E"], "left")
+    B = nest(6, ["BM", "SRL", "E"], "left")
+    text = "O[j] = A[i, x] * B[j, x] * d(i, x; counting, boolean)" if semiring else \
+        "O[j] = A[i, x] * B[j, x] * d(i, x; counting, lebesgue)"
+    for order in (None, ["i", "j", "x"]):
+        got = compare(text, semiring=semiring, order=order, out=ct.SparseByteMap(ct.Element(fill)), A=A, B=B)
+        assert isinstance(got.level, ct.SparseByteMap)
+
+
+@few
+@given(seeds, st.sampled_from(INT_LEVELS), st.sampled_from(REAL_LEVELS), st.sampled_from(["E", "P"]),
+       st.sampled_from(INT_LEVELS), st.sampled_from(REAL_LEVELS), weights())
+def test_byte_map_outputs_in_every_valid_order(seed, ka, ra, la, kb, rb, W):
+    """Every nesting of byte maps and Dense as the output of joins, against the oracle."""
+    A = nest(seed, [ka, ra, la])
+    B = nest(seed + 7, [kb, rb, "E"])
+    meas = "counting" if {ra, rb} & POINTLIKE else "lebesgue"
+    outs = [ct.SparseByteMap(ct.SparseByteMap(ct.Element(0.0))), ct.Dense(ct.SparseByteMap(ct.Element(0.0))),
+            ct.SparseByteMap(ct.Dense(ct.Element(0.0)))]
+    for order in (None, ["i", "j", "x"], ["j", "i", "x"]):
+        for out in outs:
+            try:
+                compare(f"O[i, j] = A[i, x] * B[j, x] * W[x] * d(x; {meas})", order=order, out=out, A=A, B=B, W=W)
+            except ct.InvalidProgramError as e:
+                assert tolerated(e), e
+        compare(f"O[j] = A[i, x] * B[j, x] * d(i, x; counting, {meas})", order=order,
+                out=ct.SparseByteMap(ct.Element(0.0)), A=A, B=B)
+
+
+def test_byte_map_under_a_sparse_list_output():
+    A = nest(11, ["SLi", "SRL", "E"], "left")
+    B = nest(12, ["D", "SRL", "E"], "left")
+    got = compare("O[i, j] = A[i, x] * B[j, x] * d(x; lebesgue)", A=A, B=B,
+                  out=ct.SparseList(ct.SparseByteMap(ct.Element(0.0)), shape=4))
+    ref = ct.einsum("O[i, j] = A[i, x] * B[j, x] * d(x; lebesgue)", A=A, B=B)
+    np.testing.assert_allclose(got.to_numpy(), ref.to_numpy())
+
+
+def test_byte_map_output_kernel_reused_and_shapes():
+    k = ct.compile("O[i] = A[i] + B[i]", A=ct.Tensor(ct.SparseByteMap(ct.Element(0.0)), [0, 1.0, 0]),
+                   B=ct.Tensor(ct.Dense(ct.Element(0.0)), [2.0, 0, 0]), out=ct.SparseByteMap(ct.Element(0.0)))
+    for n in (0, 1, 7):
+        rng = np.random.default_rng(n)
+        a, bb = rng.choice([0.0, 1.5], n), rng.choice([0.0, -2.0], n)
+        got = k(A=ct.Tensor(ct.SparseByteMap(ct.Element(0.0)), a), B=ct.Tensor(ct.Dense(ct.Element(0.0)), bb))
+        assert got.to_numpy().shape == (n,)
+        np.testing.assert_allclose(got.to_numpy(), a + bb)
+        assert got.level.shape == n
+
+
+# ---------------------------------------------------------------------------------- inputs
+def test_inputs_from_numpy_table_and_ptr_idx_agree():
+    a = np.array([[0.0, 1.5, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0], [3.0, 0.0, 0.0, -1.0]])
+    T1 = ct.Tensor(ct.Dense(ct.SparseByteMap(ct.Element(0.0))), a)
+    tbl = (a != 0).ravel()
+    T2 = ct.Tensor(ct.Dense(ct.SparseByteMap(ct.Element(0.0, val=a.ravel()), 4, tbl=tbl), 3))
+    q = np.flatnonzero(tbl)
+    T3 = ct.Tensor(ct.Dense(ct.SparseByteMap(ct.Element(0.0, val=a.ravel()), 4, np.searchsorted(q, [0, 4, 8, 12]),
+                                             q % 4), 3))
+    for T in (T1, T2, T3):
+        np.testing.assert_array_equal(T.to_numpy(), a)
+        assert T[2, 3] == -1.0 and T[1, 2] == 0.0
+        assert T.level.child.idx.tolist() == [1, 3, 0, 3]
+        with pytest.raises(IndexError):
+            T[0, 4]
+    P = ct.Tensor(ct.SparseByteMap(ct.Pattern()), [True, False, True])
+    assert P.to_numpy().tolist() == [True, False, True] and P.pieces() == [((0,), True), ((2,), True)]
+
+
+@pytest.mark.parametrize("text", [
+    "s[] = T[i, j] * d(i, j; counting, counting)",
+    "C[j] = T[i, j] * d(i; counting)",
+    "C[i] = T[i, j] * V[j] * d(j; counting)",
+    "C[i, j] = T[i, j] * V[~(j + 1)]",
+    "C[i, j] = V[j] * T[i, ~(3 - j)]",
+    "C[i] = max(T[i, j], V[j]) * d(j; counting)",
+])
+def test_reading_byte_maps_against_the_oracle(text):
+    rng = np.random.default_rng(7)
+    a = rng.choice([0.0, 0.0, 1.0, -2.5], size=(3, 4))
+    T = ct.Tensor(ct.Dense(ct.SparseByteMap(ct.Element(0.0))), a)
+    V = ct.Tensor(ct.SparseByteMap(ct.Element(0.0)), rng.choice([0.0, 2.0, 0.5], size=4))
+    got = ct.einsum(text, T=T, V=V)
+    ref = oracle(text, T=T, V=V)
+    if not isinstance(got, ct.Tensor):
+        assert close(got, ref.value)
+        return
+    arr = got.to_numpy()
+    for ix in itertools.product(*[range(s) for s in arr.shape]):
+        assert close(arr[ix], ref.at(*ix)), (text, ix, arr[ix], ref.at(*ix))
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(tbl=[True, False]), r"tbl: expected 3 entries"),
+    (dict(tbl=[True, False, True], ptr=[0, 1], idx=[0]), r"tbl\[2\] = True but id 2 of fiber 0 is not in idx"),
+    (dict(ptr=[0, 2], idx=[2, 1]), r"idx\[1\] = 1 is not greater"),
+    (dict(ptr=[0, 1], idx=[3]), r"idx\[0\] = 3 outside \[0, 2\]"),
+    (dict(ptr=[0, 2], idx=[0]), r"ptr\[-1\] = 2 but there are 1 entries"),
+])
+def test_malformed_byte_maps_are_refused(kw, match):
+    with pytest.raises(ct.FormatError, match=match):
+        ct.Tensor(ct.SparseByteMap(ct.Element(0.0, val=[1.0, 2.0, 3.0]), 3, **kw))
+
+
+def test_byte_map_construction_errors():
+    with pytest.raises(ct.FormatError, match="ptr and idx go together"):
+        ct.SparseByteMap(ct.Element(0.0), 3, ptr=[0, 1])
+    with pytest.raises(ct.FormatError, match="no shape"):
+        ct.Tensor(ct.SparseByteMap(ct.Element(0.0, val=[1.0]), tbl=[True]))
+    with pytest.raises(ct.FormatError, match="shape must be a non-negative integer"):
+        ct.SparseByteMap(ct.Element(0.0), -1)
+    with pytest.raises(ct.InvalidProgramError, match="has int coordinates but C.s index .x. is a real index"):
+        ct.einsum("C[x] = A[x]", A=ct.intervals([0.0], [1.0], values=[1.0]), out=ct.SparseByteMap(ct.Element(0.0)))

@@ -224,3 +224,50 @@ def test_products_of_tracks_whose_fill_does_not_annihilate(k):
     kernel = Kernel(text, ts, semiring="min")
     assert kernel(**ts) == oracle(text, semiring="min", **ts).value
     check_1d("C[x] = " + " * ".join(f"(T{j}[x] + 7)" for j in range(k)), **ts)
+
+
+# affine maps of a term's real index; `a` is a runtime scale of either sign
+AFFINE = ["{t}[-x]", "{t}[2*x + 1]", "{t}[0.5 - x/2]", "{t}[x - 3]", "{t}[a*x]", "{t}[x]"]
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(st.sampled_from(sorted(JOIN)), st.integers(UNION_MIN, 6), st.sampled_from([-1.5, 2.0]), st.data())
+def test_union_protocol_through_affine_maps(op, k, a, data):
+    """T0[a0*x + b0] ⊕ T1[…] ⊕ …: each term read by the union protocol on a view of its run list,
+    walked backwards for a negative scale (a runtime scale: both walks, chosen by its sign).  Such
+    chains took 12-40 s to compile at k = 5-6 (every cursor state against every other)."""
+    join, semiring, boolean = JOIN[op]
+    ts = {f"T{j}": data.draw(interval_tensor(boolean=boolean)) for j in range(k)}
+    terms = [data.draw(st.sampled_from(AFFINE)).format(t=f"T{j}") for j in range(k)]
+    kernel, _ = check_1d("C[x] = " + join(terms), semiring=semiring, a=a, **ts)
+    assert not kernel.merge_output
+    if op in "+-|":
+        text = f"s[] = ({join(terms)}) * 1.5 * d(x; {'boolean' if op == '|' else 'counting'})"
+        sr = "or" if op == "|" else None
+        got = ct.einsum(text, semiring=sr, a=a, **ts)
+        assert close(got, oracle(text, semiring=sr, a=a, **ts).value), text
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(st.integers(UNION_MIN, 6), st.sampled_from(["P{j}[-x]", "P{j}[3 - 2*x]", "P{j}[a*x]"]),
+       st.sampled_from([-1.0, 0.5]), st.data())
+def test_union_protocol_on_pinpoints_through_affine_maps(k, form, a, data):
+    ts = {f"P{j}": data.draw(pinpoints_1d()) for j in range(k)}
+    chain = " + ".join(form.format(j=j) for j in range(k))
+    text = f"s[] = ({chain}) * d(x; counting)"
+    got = ct.einsum(text, a=a, **ts)
+    assert close(got, oracle(text, a=a, **ts).value), text
+    kernel, _ = check_1d(f"C[x] = {chain}", a=a, **ts)
+    assert not kernel.merge_output
+
+
+def test_affine_union_code_grows_linearly():
+    rng = np.random.default_rng(3)
+    ts = {}
+    for j in range(8):
+        s = np.sort(rng.choice(50, 8, replace=False)).astype(float)
+        ts[f"T{j}"] = ct.intervals(s, s + 0.5, values=np.arange(1.0, 9.0))
+    for form in ("T{j}[-x]", "T{j}[2*x]", "T{j}[a*x]"):
+        text = lambda k: "s[] = (" + " + ".join(form.format(j=j) for j in range(k)) + ") * 2 * d(x; lebesgue)"
+        size = {k: len(Kernel(text(k), {**{f"T{j}": ts[f"T{j}"] for j in range(k)}, "a": -1.0}).ir) for k in (4, 8)}
+        assert size[8] < 2.5 * size[4], (form, size)

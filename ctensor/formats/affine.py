@@ -150,14 +150,7 @@ class VAffine:
         m = self.maps.get(self.depth)
         if m is None or m.identity:
             return rewrap(self.level.unfurl(ctx, pos, ext, mode, dirty), self._wrap_child)
-        from ..lower.ops import to_ir
-        want = "int" if m.kind == "int" else "float"
-        a = ctx.let(to_ir(ctx, m.coef, want), "scale")
-        c = b.const(0, a.type) if m.const is None else ctx.let(to_ir(ctx, m.const, want), "shift")
-        if m.kind == "real":
-            finite = lambda v: b.lt(ir.Un("abs", v), b.f64(math.inf))     # false for ±inf and NaN
-            bad = b.lnot(b.land(b.land(finite(a), finite(c)), b.ne(a, b.f64(0.0))))
-            ctx.fail_if(bad, ir.STATUS_BAD_AFFINE)
+        a, c = _coefficients(ctx, m)
         continuous = m.kind == "real"
 
         def nest(sign):
@@ -166,9 +159,44 @@ class VAffine:
             inner = lvl.unfurl_reversed(ctx, pos, ext) if sign < 0 else lvl.unfurl(ctx, pos, ext, mode, dirty)
             inner = rewrap(inner, self._wrap_child)
             return _permissive(lvl, view, inner) if m.permissive and not continuous else inner
-        if b.is_const(a):
-            return nest(1 if a.value > 0 else -1)
-        return Switch([(b.lt(b.const(0, a.type), a), nest(1)), (b.TRUE, nest(-1))])
+        return _by_sign(a, nest)
+
+    def unfurl_union(self, ctx, pos):
+        """The union protocol (`formats.run_union`) of a run list or real pinpoint level read
+        through a real map u = a*x + b: the level's own, on a view; walked from its last entry when
+        a < 0.  None when the level has no union protocol or the map is an integer one."""
+        m = self.maps.get(self.depth)
+        union = getattr(self.level, "unfurl_union", None)
+        if union is None or (m is not None and not m.identity and m.kind != "real"):
+            return None
+        if m is None or m.identity:
+            return union(ctx, pos)
+        if not self.level.union_readable():     # decided before any code is emitted
+            return None
+        a, c = _coefficients(ctx, m)
+        return _by_sign(a, lambda sign: viewed(self.level, CoordView(a, c, sign, True)).unfurl_union(
+            ctx, pos, reverse=sign < 0))
+
+
+def _coefficients(ctx, m: DimMap):
+    """(a, b) of u = a*x + b as IR values; on a real mode the kernel fails with STATUS_BAD_AFFINE
+    unless both are finite and a != 0."""
+    from ..lower.ops import to_ir
+    want = "int" if m.kind == "int" else "float"
+    a = ctx.let(to_ir(ctx, m.coef, want), "scale")
+    c = b.const(0, a.type) if m.const is None else ctx.let(to_ir(ctx, m.const, want), "shift")
+    if m.kind == "real":
+        finite = lambda v: b.lt(ir.Un("abs", v), b.f64(math.inf))     # false for ±inf and NaN
+        bad = b.lnot(b.land(b.land(finite(a), finite(c)), b.ne(a, b.f64(0.0))))
+        ctx.fail_if(bad, ir.STATUS_BAD_AFFINE)
+    return a, c
+
+
+def _by_sign(a, nest):
+    """nest(sign) for the sign of the scale a: one nest for a constant, else a Switch on a > 0."""
+    if b.is_const(a):
+        return nest(1 if a.value > 0 else -1)
+    return Switch([(b.lt(b.const(0, a.type), a), nest(1)), (b.TRUE, nest(-1))])
 
 
 def _permissive(level, view: CoordView, inner):

@@ -27,19 +27,25 @@ from ..looplets.nodes import FillLeaf, Run, Stepper, Thunk, Value
 from .element import ir_type
 
 
-def unfurl_union(lv, ctx, pos, left, right):
+def unfurl_union(lv, ctx, pos, left_at, right_at, reverse=False):
     """The union protocol of fiber `pos` of the read level `lv` (a VSparseRunList, or a
     VSparseList of real coordinates, whose child is an Element or Pattern leaf; its `ptr`,
-    `fill`, `child` and `name`).  left(k), right(k): the SymLimits, in the loop's frame, of
-    stored entry k's first and last coordinates (equal for a pinpoint)."""
+    `fill`, `child` and `name`).  left_at(k), right_at(k): the SymLimits, in the loop's frame, of
+    the first and last coordinates of stored entry k (equal for a pinpoint).  `reverse`: the
+    loop's frame reverses storage order (a view with a < 0, `formats.reverse`), so the cursor's
+    t-th entry is stored entry lo + hi - 1 - t of the fiber's [lo, hi)."""
     st, n = {}, lv.name
     kind = lv.child.kind
     ty = ir_type(kind)
     line = Extent.real()
+    at = (lambda t: b.sub(st["mirror"], t)) if reverse else (lambda t: t)
+    left, right = (lambda t: left_at(at(t))), (lambda t: right_at(at(t)))
 
     def preamble(ctx):
         st["q"] = ctx.mut(I64, b.load(lv.ptr, pos), n + "_q")
         st["q_stop"] = ctx.let(b.load(lv.ptr, b.add(pos, b.i64(1))), n + "_q_stop")
+        if reverse:
+            st["mirror"] = ctx.let(b.add(ir.Read(st["q"]), b.sub(st["q_stop"], b.i64(1))), n + "_mirror")
         st["in"] = ctx.mut(I1, b.FALSE, n + "_in")
         # the current chunk's stop and value, recomputed only when the cursor moves (`load`)
         st["sv"] = ctx.mut(F64, b.f64(math.inf), n + "_sv")
@@ -56,7 +62,7 @@ def unfurl_union(lv, ctx, pos, left, right):
             r = right(qv)
             ctx.assign(sv, r.v)
             ctx.assign(se, r.e)
-            ctx.assign(val, _leaf_expr(lv.child.read_leaf(ctx, qv), kind))
+            ctx.assign(val, _leaf_expr(lv.child.read_leaf(ctx, at(qv)), kind))
 
         def gap():
             g = line.minus_unit(left(qv))

@@ -157,11 +157,8 @@ class VSparseByteMap(VSparseList):
     def child_pos(self, ctx, pos, q):
         return ctx.let(b.add(b.mul(pos, self.shape), b.load(self.idx, q)), self.name + "_slot")
 
-    # per-fiber leaf counts and the union protocol need contiguous child slots
+    # per-fiber leaf counts need contiguous child slots (the union protocol is for real axes only)
     leaf_count = None
-
-    def unfurl_union(self, ctx, pos):
-        return None
 
     # ---------------------------------------------------------------- write
     def declare(self, ctx, npos):

@@ -169,14 +169,18 @@ class VSparseList:
             return None
         return lambda ctx, pos: self.child.leaf_count(ctx, ctx.let(b.load(self.ptr, pos), self.name + "_at"))
 
-    def unfurl_union(self, ctx, pos):
+    def union_readable(self) -> bool:
+        return self.mode == "read" and self.coord == "real" and getattr(self.child, "is_leaf", False)
+
+    def unfurl_union(self, ctx, pos, reverse=False):
         """A fiber of real pinpoints as alternating gap and point chunks of runtime values
-        (`formats.run_union`), or None (integer coordinates, a child that is not a leaf)."""
-        if self.mode != "read" or self.coord != "real" or not getattr(self.child, "is_leaf", False):
+        (`formats.run_union`), or None (integer coordinates, a child that is not a leaf).
+        `reverse`: seen through a view with a < 0, walked from the last point."""
+        if not self.union_readable():
             return None
         from .run_union import unfurl_union
         at = lambda k: self._lim(b.load(self.idx, k))
-        return unfurl_union(self, ctx, pos, at, at)
+        return unfurl_union(self, ctx, pos, at, at, reverse=reverse)
 
     def child_pos(self, ctx, pos, q):
         """The child slot of entry q of fiber pos (SparseByteMap: pos*shape + idx[q])."""

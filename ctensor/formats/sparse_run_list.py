@@ -264,12 +264,19 @@ class VSparseRunList:
                          PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
         return Thunk(body, preamble=preamble)
 
-    def unfurl_union(self, ctx, pos):
+    def union_readable(self) -> bool:
+        return self.mode == "read" and getattr(self.child, "is_leaf", False)
+
+    def unfurl_union(self, ctx, pos, reverse=False):
         """The fiber as alternating gap and run chunks of runtime values (`formats.run_union`), or
-        None when the child is not a leaf."""
-        if self.mode != "read" or not getattr(self.child, "is_leaf", False):
+        None when the child is not a leaf.  `reverse`: seen through a view with a < 0, where run
+        k is [x(right_k), x(left_k)] (`formats.reverse`)."""
+        if not self.union_readable():
             return None
         from .run_union import unfurl_union
+        if reverse:       # a left endpoint is never +inf (validated): its image is above -inf
+            return unfurl_union(self, ctx, pos, lambda k: see(self, self._right(k), False),
+                                lambda k: see(self, self._left(k), True), reverse=True)
         return unfurl_union(self, ctx, pos, lambda k: see(self, self._left(k)), lambda k: see(self, self._right(k)))
 
     def unfurl_reversed(self, ctx, pos, ext):

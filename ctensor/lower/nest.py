@@ -150,10 +150,12 @@ def _product_chain(e, ids, tensors) -> bool:
 
 def _union_level(a, tensors) -> bool:
     """Can access `a` be read by the union protocol: its tensor's levels are Dense down to a
-    SparseRunList or a SparseList of real pinpoints holding the leaf, read plainly (no affine map)?"""
-    if isinstance(getattr(a.tns, "level", None), VAffine):
-        return False
+    SparseRunList or a SparseList of real pinpoints holding the leaf, read plainly or with an
+    affine map on that last, real, mode only (`VAffine.unfurl_union`)?"""
     modes = tensors[a.name].modes()
+    lvl = getattr(a.tns, "level", None)
+    if isinstance(lvl, VAffine) and any(d != len(modes) - 1 for d, m in lvl.maps.items() if not m.identity):
+        return False
     last = modes[-1]
     return all(isinstance(m, Dense) for m in modes[:-1]) and getattr(last.child, "is_leaf", False) \
         and (isinstance(last, SparseRunList) or isinstance(last, SparseList) and last.coord == "real")
@@ -162,8 +164,8 @@ def _union_level(a, tensors) -> bool:
 def union_read(term, tensors) -> bool:
     """Will this term of a ⊕-chain lower with no cursor state of its own to combine: no tensor
     access (a literal, a scalar), or an access marked by `mark_unions` whose levels are Dense
-    down to a SparseRunList or a SparseList of real pinpoints holding the leaf, read plainly
-    (no affine map)?  A chain of such terms compiles to linear code in one pass, so it is not
+    down to a SparseRunList or a SparseList of real pinpoints holding the leaf (`_union_level`)?
+    A chain of such terms compiles to linear code in one pass, so it is not
     split (`runtime.kernel`)."""
     accs = list(walk_accesses(term))
     if not accs:

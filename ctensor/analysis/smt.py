@@ -85,6 +85,11 @@ class _Encoder:
                 names = ("p",) if dim.shape == "point" else ("lo", "hi")
                 self.params[(k, d)] = tuple(z3.Real(f"{n}_{k}_{d}") for n in names)
         self.pins = {i: z3.Real(f"q_{i}") for i in p.pinned}
+        # a dimension reading one index is lowered at it, and the kernel refuses a zero scale there
+        # at run time (STATUS_BAD_AFFINE; runtime scales exist on real modes only): no partition
+        # of a = 0 is ever evaluated, so a counterexample needing it is not one
+        self.facts = [self.poly(coef) != 0 for dims in p.accesses for d in dims if len(d.coefs) == 1
+                      for _, coef in d.coefs if any(mono for mono, _ in coef)]
 
     def scalar(self, name):
         if name not in self.scalars:
@@ -214,7 +219,7 @@ def _solve_locked(p: Pattern) -> Outcome:
     if any(len(d.coefs) > 1 for dims in p.accesses for d in dims) and free:
         s = z3.Solver()
         swaps = {i: {**a, i: b[i]} for i in free}
-        s.add(pa, pb, z3.Or([z3.Not(enc.partition(sw)) for sw in swaps.values()]))
+        s.add(pa, pb, z3.Or([z3.Not(enc.partition(sw)) for sw in swaps.values()]), *enc.facts)
         r, m, why = _solve(s)
         queries += 1
         if r == z3.unknown:
@@ -234,7 +239,7 @@ def _solve_locked(p: Pattern) -> Outcome:
         if not idxs:
             continue
         s = z3.Solver()
-        s.add(pa, pb, z3.Or([a[i] != b[i] for i in idxs]))
+        s.add(pa, pb, z3.Or([a[i] != b[i] for i in idxs]), *enc.facts)
         r, m, why = _solve(s)
         queries += 1
         if r == z3.unsat:
@@ -249,7 +254,7 @@ def _solve_locked(p: Pattern) -> Outcome:
             # expressions outside accesses only on pinpoint partitions)
             return Outcome("invalid", _failure_base(enc, m, "term", term=t), queries=queries)
         s = z3.Solver()
-        s.add(pa, pb, ta != tb, *side)
+        s.add(pa, pb, ta != tb, *side, *enc.facts)
         r, m2, why = _solve(s)
         queries += 1
         if r == z3.unknown:

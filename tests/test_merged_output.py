@@ -200,3 +200,14 @@ def test_merge_runs_against_brute_force(data, op):
 def test_merge_points_reduces_equal_coordinates_per_fiber():
     ptr, idx, val = merge_points(np.array([0, 3, 5]), np.array([3, 1, 3, 2, 2]), np.array([1.0, 2, 3, 4, 5]), "+")
     assert ptr.tolist() == [0, 2, 3] and idx.tolist() == [1, 3, 2] and val.tolist() == [2.0, 4.0, 9.0]
+
+
+def test_revisited_two_level_continuous_output_is_not_called_invalid():
+    """C[x, y] = S[i, x] * T[i, y] * d(i; counting) with overlapping rows is valid (the oracle
+    evaluates it), but passes of a two-level continuous output are not merged: the error says
+    the output format cannot hold them, not that the program is invalid."""
+    S = ct.interval_set([0.0, 1.0], [2.0, 3.0])
+    T = ct.interval_set([0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(ct.InvalidProgramError, match=r"cannot be computed into this output format \(the program "
+                                                      r"itself may be valid\).*not supported: only the last"):
+        ct.einsum("C[x, y] = S[i, x] * T[i, y] * d(i; counting)", S=S, T=T)

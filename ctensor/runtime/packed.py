@@ -35,8 +35,8 @@ class PackedCall:
         return self._address
 
     def check_status(self, status: int):
-        """Raise InvalidProgramError (the program is invalid on this data) or KernelError on a
-        non-zero status."""
+        """Raise InvalidProgramError (the program is invalid on this data, or its output format
+        cannot hold the passes it writes) or KernelError on a non-zero status."""
         k = self.kernel
         if status == ir.STATUS_OUTPUT_ORDER and k.out_fmt is not None:
             why = unmergeable(k.out_fmt, k.plan)
@@ -48,10 +48,11 @@ class PackedCall:
             real = [i for lv, i in zip(k.out_fmt.modes(), k.es.out_idxs) if lv.coord == "real"]
             if real:          # no Dense level and no other loop order exists for a real mode
                 raise InvalidProgramError(
-                    f"{k.text!r} is invalid on this data: its continuous output was written out of coordinate "
-                    f"order.  It is written in one pass in increasing {', '.join(real)}, and a loop outside "
-                    f"{real[0]!r} (a reduction index such as a sum over ids or over shifted copies) revisits it "
-                    f"where the pieces overlap; the passes cannot be merged: {why}")
+                    f"{k.text!r} cannot be computed into this output format (the program itself may be "
+                    f"valid): its continuous output was written out of coordinate order.  It is written in "
+                    f"one pass in increasing {', '.join(real)}, and a loop outside {real[0]!r} (a reduction "
+                    f"index such as a sum over ids or over shifted copies) revisits it where the pieces "
+                    f"overlap; the runtime cannot merge these passes (not supported: {why})")
         if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL, ir.STATUS_OUTPUT_ORDER,
                       ir.STATUS_BAD_AFFINE):
             raise InvalidProgramError(f"{k.text!r} is invalid on this data: {ir.STATUS_NAMES[status]}")

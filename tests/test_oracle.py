@@ -198,3 +198,17 @@ def test_random_dot_products_match_pairwise_overlaps():
         pins = sum(va * vb for a, va in tens[0] for b, vb in tens[1]
                    if max(a[0], b[0]) == min(a[1], b[1]))
         assert evaluate("s[] = A[x] * B[x] * d(x; counting)", {"A": A, "B": B}).value == pins
+
+
+def test_min_over_every_id_of_a_known_shape_has_no_other_cell():
+    """Under min, a reduction over all n ids of S[i, x] (declared shape n) must not fold in the
+    fill of `OTHER` (the unused ids: none are left).  Rows [0, 2) and [1, 3): at x = 1.5 both
+    hold, so min over i is True (the oracle said False before); at 2.5 only row 1 does."""
+    S = PieceTensor(("int", "real"), [((0, interval(0, 2)), True), ((1, interval(1, 3)), True)], False, (2, None))
+    r = evaluate("C[x] = S[i, x] * d(i; counting)", {"S": S}, None, "min")
+    assert (r.at((1.5, 0)), r.at((2.5, 0)), r.at((0.5, 0))) == (True, False, False)
+    r = evaluate("C[x] = S[i, x] * d(i; counting)", {"S": S}, None, "max")
+    assert (r.at((1.5, 0)), r.at((2.5, 0)), r.at((3.5, 0))) == (True, True, False)
+    # without a declared shape the ids are unbounded: some id is unused, and min is False
+    S = PieceTensor(("int", "real"), S.pieces, False)
+    assert not evaluate("C[x] = S[i, x] * d(i; counting)", {"S": S}, None, "min").at((1.5, 0))

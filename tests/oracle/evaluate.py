@@ -134,6 +134,20 @@ def _domains(accesses, tensors, kinds):
     return out
 
 
+def _sizes(accesses, tensors, kinds):
+    """int index -> n, for an index some tensor of declared shape n reads alone (not permissively):
+    the index ranges over 0..n-1 only, so `OTHER` holds no coordinate once those are all used
+    (under min/max an empty `OTHER` must not contribute its fill-only value)."""
+    out = {}
+    for acc in accesses:
+        t = tensors[acc.tensor]
+        for aff, kind, n in zip(acc.dims, t.dims, t.shape):
+            if kind == "int" and n is not None and not aff.permissive and len(aff.vars) == 1 \
+                    and aff.terms == ((aff.var, 1.0),) and aff.offset == 0:
+                out[aff.var] = min(n, out.get(aff.var, n))
+    return out
+
+
 def _out_of_extent(acc, tensor, env):
     """A permissive int dimension reads outside its tensor's shape on the cell `env`."""
     for aff, kind, n in zip(acc.dims, tensor.dims, tensor.shape):
@@ -163,6 +177,9 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
                  for v in kinds}
     for v, n in _domains(accesses, tensors, kinds).items():
         parts[v] = list(range(n))
+    for v, n in _sizes(accesses, tensors, kinds).items():
+        if OTHER in parts[v] and set(range(n)) <= set(parts[v]):
+            parts[v] = [c for c in parts[v] if c is not OTHER]      # no unused coordinate is left
     tables = {acc: access_table(pres[acc], parts) for acc in simple}
     add = SEMIRINGS[semiring][1]
     axes = list(prog.out_indices) + reduction

@@ -105,3 +105,10 @@ def test_zero_dimensional_inputs():
     C = ct.einsum("C[x] = A[x] + T[]", A=A, T=T)
     assert [C[x] for x in (-1.0, 0.5, 1.5, 3.0, 9.0)] == [3.0, 4.0, 3.0, 5.0, 3.0]
     assert ct.einsum("s[] = B[] * A[x] * d(x; lebesgue)", A=A, B=ct.box([], [])) == 7.0
+
+
+def test_measure_under_and_names_the_precedence():
+    """`A & B * d(..)` parses as A & (B * d(..)): the error says where the measure must go."""
+    S = ct.interval_set([0.0], [1.0])
+    with pytest.raises(ct.InvalidProgramError, match=r"must multiply the whole expression.*\(A\[\.\.\] & B\[\.\.\]\) \* d"):
+        ct.einsum("O[j] = S[i, x] & S[j, x] * d(i, x; counting, boolean)", S=S, semiring="or")

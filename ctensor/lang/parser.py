@@ -268,4 +268,9 @@ def _expr(node, text):
         for a in args[1:]:
             out = ECall(_FUNCS[node.func.id], (out, a))
         return out
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "d":
+        # `A & B * d(x; ..)` parses as A & (B * d(..)): & and | bind more loosely than *
+        raise InvalidProgramError(f"the measure d(..) in {text!r} must multiply the whole expression (a "
+                                  "top-level factor); & and | bind more loosely than *, so write "
+                                  "(A[..] & B[..]) * d(..)")
     raise InvalidProgramError(f"unsupported expression {ast.unparse(node)!r} in {text!r}")

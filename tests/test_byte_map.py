@@ -176,3 +176,27 @@ def test_byte_map_construction_errors():
         ct.SparseByteMap(ct.Element(0.0), -1)
     with pytest.raises(ct.InvalidProgramError, match="has int coordinates but C.s index .x. is a real index"):
         ct.einsum("C[x] = A[x]", A=ct.intervals([0.0], [1.0], values=[1.0]), out=ct.SparseByteMap(ct.Element(0.0)))
+
+
+def test_sparse_fibers_written_out_of_position_order_are_refused():
+    """O[j, k] = T[i, j] * U[i, k] with T a permutation: rows j arrive 2, 0, 1.  A SparseList below
+    the first output level appends its fibers' entries one after another, so rows written out of
+    order were read back permuted (a silent wrong answer, found by a helper's hunt); it is now an
+    error, and random-access levels (Dense, SparseByteMap) take the rows in any order."""
+    T = ct.Tensor(ct.SparseList(ct.SparseList(ct.Element(0.0), shape=3), shape=3),
+                  np.array([[0, 0, 1.0], [1.0, 0, 0], [0, 1.0, 0]]))
+    U = ct.Tensor(ct.Dense(ct.Dense(ct.Element(0.0))), np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+    text = "O[j, k] = T[i, j] * U[i, k] * d(i; counting)"
+    want = np.array([[3.0, 4.0], [5.0, 6.0], [1.0, 2.0]])
+    for out in (ct.SparseByteMap(ct.Dense(ct.Element(0.0))), ct.SparseByteMap(ct.SparseByteMap(ct.Element(0.0))),
+                ct.Dense(ct.SparseByteMap(ct.Element(0.0))), None):
+        np.testing.assert_array_equal(ct.einsum(text, T=T, U=U, out=out).to_numpy(), want)
+    for out in (ct.SparseByteMap(ct.SparseList(ct.Element(0.0), real=False)),
+                ct.Dense(ct.SparseList(ct.Element(0.0), real=False))):
+        with pytest.raises(ct.InvalidProgramError, match="cannot be computed into this output format.*out of "
+                                                         "position order.*SparseByteMap"):
+            ct.einsum(text, T=T, U=U, out=out)
+    # in order (T the identity), the same formats hold the result
+    I3 = ct.Tensor(ct.SparseList(ct.SparseList(ct.Element(0.0), shape=3), shape=3), np.eye(3))
+    got = ct.einsum(text, T=I3, U=U, out=ct.Dense(ct.SparseList(ct.Element(0.0), real=False)))
+    np.testing.assert_array_equal(got.to_numpy(), U.to_numpy())

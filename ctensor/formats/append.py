@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import I1
+from ..ir.types import I1, I64
 from ..looplets.nodes import Deferred, Hollow, Thunk
 
 
@@ -95,7 +95,15 @@ def fiber_writer(vlevel, pos, body, ptr_buf, state=None) -> Thunk:
 
     def epilogue(ctx):
         slot = ctx.let(b.add(pos, b.i64(1)), vlevel.name + "_slot_end")
-        added = b.sub(ir.Read(vlevel.qos), st["begin"])
+        added = ctx.let(b.sub(ir.Read(vlevel.qos), st["begin"]), vlevel.name + "_added")
         ctx.emit(ir.Store(ptr_buf.data, slot, b.add(b.load(ptr_buf.data, slot), added)))
+        # the entries of fiber p must follow those of every fiber before it (freeze turns counts
+        # into offsets): a fiber appended to after a later one (O[j, k] with j visited 2, 0, 1
+        # through a sparse input) would be read back with another fiber's entries
+        if getattr(vlevel, "_last_fiber", None) is None:
+            vlevel._last_fiber = ctx.top_mut(I64, b.i64(-1), vlevel.name + "_last_fiber")
+        last, some = vlevel._last_fiber, ctx.let(b.lt(b.i64(0), added), vlevel.name + "_some")
+        ctx.fail_if(b.land(some, b.lt(pos, ir.Read(last))), ir.STATUS_FIBER_ORDER)
+        ctx.assign(last, b.select(some, pos, ir.Read(last)))
 
     return Thunk(body, preamble=preamble, epilogue=epilogue)

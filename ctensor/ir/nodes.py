@@ -212,6 +212,7 @@ STATUS_LOOKUP_ON_INTERVAL = 2   # a pinpoint-only access met an extent of positi
 STATUS_INDEX_ON_INTERVAL = 3    # an index value was needed on an interval of positive length
 STATUS_OUTPUT_ORDER = 4         # a sparse output fiber received a coordinate not after its last one
 STATUS_BAD_AFFINE = 5           # an affine index had a zero coefficient or a non-finite scalar
+STATUS_FIBER_ORDER = 6          # a sparse output level's fibers were appended out of position order
 STATUS_NAMES = {
     STATUS_OUTPUT_ORDER: "a sparse output fiber was written out of coordinate order (the loop order "
                          "revisits the output fiber with coordinates that are not increasing); use a "
@@ -219,6 +220,10 @@ STATUS_NAMES = {
     STATUS_OUT_OF_MEMORY: "out of memory while growing an output buffer",
     STATUS_BAD_AFFINE: "an affine access index (A[a*x + b]) had a zero coefficient a, or a non-finite a or b, "
                        "at run time; coefficients must be non-zero and scalars finite",
+    STATUS_FIBER_ORDER: "the fibers of a sparse output level (SparseList, SparseRunList) below the first were "
+                        "written out of position order (the loop order visits an outer output index out of "
+                        "order, e.g. through a sparse input read in another order); use Dense or SparseByteMap "
+                        "levels for the integer output modes, or change the loop order",
     STATUS_LOOKUP_ON_INTERVAL: "a pinpoint-only (Lookup) access met an interval of positive length",
     STATUS_INDEX_ON_INTERVAL: "an expression of an index met an effectual interval of positive length; such "
                               "expressions are valid only where every effectual partition is a pinpoint (paper §4.3)",

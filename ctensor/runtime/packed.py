@@ -53,6 +53,9 @@ class PackedCall:
                     f"one pass in increasing {', '.join(real)}, and a loop outside {real[0]!r} (a reduction "
                     f"index such as a sum over ids or over shifted copies) revisits it where the pieces "
                     f"overlap; the runtime cannot merge these passes (not supported: {why})")
+        if status == ir.STATUS_FIBER_ORDER:
+            raise InvalidProgramError(f"{k.text!r} cannot be computed into this output format (the program "
+                                      f"itself may be valid): {ir.STATUS_NAMES[status]}")
         if status in (ir.STATUS_LOOKUP_ON_INTERVAL, ir.STATUS_INDEX_ON_INTERVAL, ir.STATUS_OUTPUT_ORDER,
                       ir.STATUS_BAD_AFFINE):
             raise InvalidProgramError(f"{k.text!r} is invalid on this data: {ir.STATUS_NAMES[status]}")

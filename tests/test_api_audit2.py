@@ -110,5 +110,6 @@ def test_zero_dimensional_inputs():
 def test_measure_under_and_names_the_precedence():
     """`A & B * d(..)` parses as A & (B * d(..)): the error says where the measure must go."""
     S = ct.interval_set([0.0], [1.0])
-    with pytest.raises(ct.InvalidProgramError, match=r"must multiply the whole expression.*\(A\[\.\.\] & B\[\.\.\]\) \* d"):
+    with pytest.raises(ct.InvalidProgramError,
+                       match=r"must multiply the whole expression.*\(A\[\.\.\] & B\[\.\.\]\) \* d"):
         ct.einsum("O[j] = S[i, x] & S[j, x] * d(i, x; counting, boolean)", S=S, semiring="or")

@@ -28,8 +28,8 @@ class Tensor:
         The root level, e.g. ``SparseRunList(Element(0.0), ptr=..., left=..., right=...)``.  A level
         tree without buffers is an empty tensor (all fill), usable as an output format (``out=``).
     data : numpy array, optional
-        Dense data to convert into `format` (integer modes only: Dense, SparseByteMap or integer SparseList levels;
-        the leaf's fill value decides what is stored).
+        Dense data to convert into `format` (integer modes only: Dense, SparseByteMap or integer
+        SparseList levels; the leaf's fill value decides what is stored).
     name : str
         Used in error messages.
     validate : bool

@@ -16,8 +16,8 @@ from ..analysis.guards import enabled_by_default
 from ..codegen import compile_function
 from ..errors import FormatError, InvalidProgramError
 from ..formats.dense import Dense
-from ..formats.sparse_byte_map import SparseByteMap
 from ..formats.level import Level, strip_facts
+from ..formats.sparse_byte_map import SparseByteMap
 from ..formats.tensor import Tensor
 from ..ir import build as b
 from ..ir import nodes as ir

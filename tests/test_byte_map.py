@@ -200,3 +200,27 @@ def test_sparse_fibers_written_out_of_position_order_are_refused():
     I3 = ct.Tensor(ct.SparseList(ct.SparseList(ct.Element(0.0), shape=3), shape=3), np.eye(3))
     got = ct.einsum(text, T=I3, U=U, out=ct.Dense(ct.SparseList(ct.Element(0.0), real=False)))
     np.testing.assert_array_equal(got.to_numpy(), U.to_numpy())
+
+
+def test_byte_maps_built_without_validation_hold_every_buffer():
+    """validate=False skips the checks, not the derivation: a byte map given tbl alone segfaulted
+    when read (its ptr was null), and one given ptr/idx alone failed T[1] (found by a helper)."""
+    E = ct.Element(0.0, val=np.array([1.0, 2.0, 3.0]))
+    W = ct.Tensor(ct.Dense(ct.Element(0.0)), np.array([1.0, 1.0, 1.0]))
+    for lvl in (ct.SparseByteMap(E, 3, tbl=[True, False, True]), ct.SparseByteMap(E, 3, ptr=[0, 2], idx=[0, 2])):
+        T = ct.Tensor(lvl, validate=False)
+        assert T.to_numpy().tolist() == [1.0, 0.0, 3.0] and T[1] == 0.0
+        assert ct.einsum("O[i] = T[i] * W[i]", T=T, W=W).to_numpy().tolist() == [1.0, 0.0, 3.0]
+
+
+@pytest.mark.parametrize("out", [ct.SparseByteMap(ct.Dense(ct.Pattern())),
+                                 ct.SparseList(ct.Dense(ct.Pattern()), real=False),
+                                 ct.Dense(ct.Dense(ct.Pattern()))])
+def test_pattern_leaf_under_a_dense_output_level_is_refused(out):
+    """One true entry made its whole row true (the Pattern leaf marks its parent's entry)."""
+    a = np.array([[True, False], [False, False], [False, True]])
+    T = ct.Tensor(ct.Dense(ct.Dense(ct.Element(False))), a)
+    with pytest.raises(ct.InvalidProgramError, match="Pattern leaf needs a sparse parent level"):
+        ct.einsum("O[i, j] = T[i, j] & T[i, j]", T=T, out=out)
+    got = ct.einsum("O[i, j] = T[i, j] & T[i, j]", T=T, out=ct.SparseByteMap(ct.SparseByteMap(ct.Pattern())))
+    np.testing.assert_array_equal(got.to_numpy(), a)

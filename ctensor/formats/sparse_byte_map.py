@@ -58,6 +58,27 @@ class SparseByteMap(Level):
         self.tbl = None if tbl is None else as_array(tbl, "tbl").astype(np.bool_, copy=False)
         if (self.ptr is None) != (self.idx is None):
             raise FormatError("SparseByteMap: ptr and idx go together (or give tbl alone)")
+        self._derive()
+
+    def _derive(self):
+        """The buffers not given, from the others (npos = len(tbl) / shape, or len(ptr) - 1), here and
+        not only in `validate`: a tensor built with validate=False must hold all three (a kernel
+        reading a missing ptr would dereference null).  Malformed input is left to `validate`."""
+        n = self.shape
+        if not n:
+            return
+        if self.ptr is None and self.tbl is not None and self.tbl.ndim == 1 and self.tbl.size % n == 0:
+            q = np.flatnonzero(self.tbl)
+            self.ptr = np.searchsorted(q, np.arange(self.tbl.size // n + 1, dtype=np.int64) * n).astype(np.int64)
+            self.idx = (q % n).astype(np.int64)
+        elif self.tbl is None and self.ptr is not None and self.ptr.size >= 1:
+            npos, nnz = self.ptr.size - 1, self.idx.size
+            ok = self.ptr[0] == 0 and self.ptr[-1] == nnz and (np.diff(self.ptr) >= 0).all() \
+                and (nnz == 0 or (self.idx.min() >= 0 and self.idx.max() < n))
+            if ok:
+                tbl = np.zeros(npos * n, np.bool_)
+                tbl[np.repeat(np.arange(npos, dtype=np.int64), np.diff(self.ptr)) * n + self.idx] = True
+                self.tbl = tbl
 
     def format_key(self):
         return ("SparseByteMap", self.child.format_key())

@@ -43,7 +43,13 @@ def check_output_format(fmt: Level, plan):
             raise InvalidProgramError(f"out= level {d} ({type(lvl).__name__}) has {lvl.coord} coordinates but "
                                       f"{es.out}'s index {i!r} is {'an integer' if kind == 'int' else 'a real'} "
                                       f"index{hint}")
-    leaf = fmt.levels()[-1]
+    lvls = fmt.levels()
+    leaf = lvls[-1]
+    if isinstance(leaf, Pattern) and len(lvls) > 1 and isinstance(lvls[-2], Dense):
+        # a Dense level has no entries of its own to drop: the Pattern leaf would mark its parent's
+        # entry for the whole row, making every id of the row true
+        raise InvalidProgramError(f"out= {fmt.format_str()}: a Pattern leaf needs a sparse parent level "
+                                  "(SparseList, SparseByteMap, SparseRunList); under Dense use Element(False)")
     if isinstance(leaf, Element) and leaf.kind != plan.out_kind and (plan.out_kind, leaf.kind) not in _WIDER_LEAF:
         raise InvalidProgramError(f"out= leaf {leaf.format_str()} holds {leaf.kind} values but {es.out} = ... computes "
                                   f"{plan.out_kind} values (reduction {plan.op!r}); use "

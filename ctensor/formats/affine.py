@@ -167,11 +167,11 @@ class VAffine:
         a < 0.  None when the level has no union protocol or the map is an integer one."""
         m = self.maps.get(self.depth)
         union = getattr(self.level, "unfurl_union", None)
-        if union is None or (m is not None and not m.identity and m.kind != "real"):
+        if union is None:
             return None
         if m is None or m.identity:
             return union(ctx, pos)
-        if not self.level.union_readable():     # decided before any code is emitted
+        if m.kind != "real" or not self.level.union_readable():     # decided before any code is emitted
             return None
         a, c = _coefficients(ctx, m)
         return _by_sign(a, lambda sign: viewed(self.level, CoordView(a, c, sign, True)).unfurl_union(

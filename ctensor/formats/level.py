@@ -258,6 +258,20 @@ def check_ptr(ptr: np.ndarray, npos: int, nnz: int, name: str):
         raise FormatError(f"{name}.ptr[-1] = {ptr[-1]} but there are {nnz} entries")
 
 
+def check_sorted_fibers(idx: np.ndarray, ptr: np.ndarray, name: str, what: str = "coordinate"):
+    """Coordinates strictly increasing inside each fiber (neighbours compared except across fiber
+    starts); raises FormatError naming the first that is not greater than the previous one."""
+    if idx.size > 1:
+        bad = np.diff(idx) <= 0
+        starts = ptr[1:-1]
+        bad[starts[(starts > 0) & (starts < idx.size)] - 1] = False
+        bad = np.flatnonzero(bad)
+        if bad.size:
+            k = int(bad[0] + 1)
+            raise FormatError(f"{name}.idx[{k}] = {idx[k].item()!r} is not greater than the previous "
+                              f"{what} ({what}s must be sorted and distinct within a fiber)")
+
+
 CLOSED = {"left": (0, -1), "right": (1, 0), "both": (0, 0), "neither": (1, -1)}
 
 

@@ -24,7 +24,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I1, I8, I64
 from ..looplets.nodes import Deferred, Hollow, Lookup, Thunk
-from .level import Level, as_array, as_shape, check_coords, check_ptr
+from .level import Level, as_array, as_shape, check_coords, check_ptr, check_sorted_fibers
 from .sparse_list import VSparseList
 
 
@@ -60,24 +60,29 @@ class SparseByteMap(Level):
             raise FormatError("SparseByteMap: ptr and idx go together (or give tbl alone)")
         self._derive()
 
-    def _derive(self):
-        """The buffers not given, from the others (npos = len(tbl) / shape, or len(ptr) - 1), here and
-        not only in `validate`: a tensor built with validate=False must hold all three (a kernel
-        reading a missing ptr would dereference null).  Malformed input is left to `validate`."""
+    def _derive(self, npos=None):
+        """The buffers not given, from the others, at construction (npos = len(tbl) / shape, or
+        len(ptr) - 1) and again in `validate` (which knows npos): a tensor built with
+        validate=False must hold all three (a kernel reading a missing ptr would dereference null).
+        Malformed buffers are left for `validate` to name."""
         n = self.shape
-        if not n:
+        if n is None:
             return
-        if self.ptr is None and self.tbl is not None and self.tbl.ndim == 1 and self.tbl.size % n == 0:
-            q = np.flatnonzero(self.tbl)
-            self.ptr = np.searchsorted(q, np.arange(self.tbl.size // n + 1, dtype=np.int64) * n).astype(np.int64)
-            self.idx = (q % n).astype(np.int64)
+        if self.ptr is None and self.tbl is not None and self.tbl.ndim == 1:
+            if npos is None and (not n or self.tbl.size % n):
+                return
+            npos = self.tbl.size // n if npos is None else npos
+            if self.tbl.size == npos * n:      # its set slots, in (fiber, id) order
+                q = np.flatnonzero(self.tbl)
+                self.ptr = np.searchsorted(q, np.arange(npos + 1, dtype=np.int64) * n).astype(np.int64)
+                self.idx = q - np.repeat(np.arange(npos, dtype=np.int64) * n, np.diff(self.ptr))
         elif self.tbl is None and self.ptr is not None and self.ptr.size >= 1:
-            npos, nnz = self.ptr.size - 1, self.idx.size
+            nnz = self.idx.size
             ok = self.ptr[0] == 0 and self.ptr[-1] == nnz and (np.diff(self.ptr) >= 0).all() \
                 and (nnz == 0 or (self.idx.min() >= 0 and self.idx.max() < n))
             if ok:
-                tbl = np.zeros(npos * n, np.bool_)
-                tbl[np.repeat(np.arange(npos, dtype=np.int64), np.diff(self.ptr)) * n + self.idx] = True
+                tbl = np.zeros((self.ptr.size - 1) * n, np.bool_)
+                tbl[self.slots(self.ptr.size - 1)] = True
                 self.tbl = tbl
 
     def format_key(self):
@@ -107,33 +112,17 @@ class SparseByteMap(Level):
         if self.tbl is not None and self.tbl.shape != (n,):
             raise FormatError(f"{name}.tbl: expected {n} entries ({npos} fibers x shape {self.shape}), "
                               f"got {self.tbl.shape[0]}")
-        if self.ptr is None:          # from the table: its set slots, in (fiber, id) order
-            q = np.flatnonzero(self.tbl)
-            self.ptr = np.searchsorted(q, np.arange(npos + 1, dtype=np.int64) * self.shape).astype(np.int64)
-            self.idx = (q % self.shape).astype(np.int64) if self.shape else q.astype(np.int64)
+        self._derive(npos)
         check_ptr(self.ptr, npos, len(self.idx), name)
         check_coords(self.idx, "int", self.shape, name)
-        if self.idx.size > 1:
-            bad = np.diff(self.idx) <= 0
-            starts = self.ptr[1:-1]
-            bad[starts[(starts > 0) & (starts < self.idx.size)] - 1] = False
-            bad = np.flatnonzero(bad)
-            if bad.size:
-                k = int(bad[0] + 1)
-                raise FormatError(f"{name}.idx[{k}] = {self.idx[k].item()!r} is not greater than the previous "
-                                  "id (ids must be sorted and distinct within a fiber)")
-        slots = self.slots(npos)
-        if self.tbl is None:
-            self.tbl = np.zeros(n, np.bool_)
-            self.tbl[slots] = True
-        else:
-            want = np.zeros(n, np.bool_)
-            want[slots] = True
-            diff = np.flatnonzero(want != self.tbl)
-            if diff.size:
-                s = int(diff[0])
-                raise FormatError(f"{name}.tbl[{s}] = {bool(self.tbl[s])} but id {s % self.shape} of fiber "
-                                  f"{s // self.shape} is {'' if want[s] else 'not '}in idx")
+        check_sorted_fibers(self.idx, self.ptr, name, "id")
+        want = np.zeros(n, np.bool_)          # tbl agrees with idx (derived from it or given)
+        want[self.slots(npos)] = True
+        diff = np.flatnonzero(want != self.tbl)
+        if diff.size:
+            s = int(diff[0])
+            raise FormatError(f"{name}.tbl[{s}] = {bool(self.tbl[s])} but id {s % self.shape} of fiber "
+                              f"{s // self.shape} is {'' if want[s] else 'not '}in idx")
         self.child.validate(self.child_count(npos), name)
 
     def slots(self, npos):

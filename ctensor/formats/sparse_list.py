@@ -27,7 +27,7 @@ from ..looplets.nodes import (FillLeaf, Fiber, Lookup, PhaseSpec, Run, Sequence,
                               Stepper, Thunk, Walk)
 from .affine import INT_BOTTOM, see
 from .append import append_entry, fiber_writer
-from .level import Level, as_array, as_shape, check_coords, check_ptr
+from .level import Level, as_array, as_shape, check_coords, check_ptr, check_sorted_fibers
 
 
 class SparseList(Level):
@@ -81,16 +81,7 @@ class SparseList(Level):
             raise FormatError(f"{name}: SparseList has no data")
         check_ptr(self.ptr, npos, len(self.idx), name)
         check_coords(self.idx, self.coord, self.shape, name)
-        # strictly increasing inside each fiber: compare neighbours except across fiber starts
-        if self.idx.size > 1:
-            bad = np.diff(self.idx) <= 0
-            starts = self.ptr[1:-1]
-            bad[starts[(starts > 0) & (starts < self.idx.size)] - 1] = False
-            bad = np.flatnonzero(bad)
-            if bad.size:
-                k = int(bad[0] + 1)
-                raise FormatError(f"{name}.idx[{k}] = {self.idx[k].item()!r} is not greater than the previous "
-                                  "coordinate (coordinates must be sorted and distinct)")
+        check_sorted_fibers(self.idx, self.ptr, name)
         self.child.validate(self.child_count(npos), name)
 
     def eval(self, pos, coords):

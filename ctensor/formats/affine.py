@@ -140,7 +140,7 @@ class VAffine:
     def _wrap_child(self, node):
         if isinstance(node, Fiber) and node.level is self.level.child and not getattr(node.level, "is_leaf", False) \
                 and any(k > self.depth for k in self.maps):
-            return Fiber(VAffine(node.level, self.maps, self.depth + 1), node.pos)
+            return replace(node, level=VAffine(node.level, self.maps, self.depth + 1))
         return node
 
     def read_leaf(self, ctx, pos):
@@ -161,7 +161,7 @@ class VAffine:
             return _permissive(lvl, view, inner) if m.permissive and not continuous else inner
         return _by_sign(a, nest)
 
-    def unfurl_union(self, ctx, pos):
+    def unfurl_union(self, ctx, pos, present=None):
         """The union protocol (`formats.run_union`) of a run list or real pinpoint level read
         through a real map u = a*x + b: the level's own, on a view; walked from its last entry when
         a < 0.  None when the level has no union protocol or the map is an integer one."""
@@ -170,12 +170,13 @@ class VAffine:
         if union is None:
             return None
         if m is None or m.identity:
-            return union(ctx, pos)
+            lp = union(ctx, pos, present=present)      # also a level above the mapped one (a byte map)
+            return None if lp is None else rewrap(lp, self._wrap_child)
         if m.kind != "real" or not self.level.union_readable():     # decided before any code is emitted
             return None
         a, c = _coefficients(ctx, m)
         return _by_sign(a, lambda sign: viewed(self.level, CoordView(a, c, sign, True)).unfurl_union(
-            ctx, pos, reverse=sign < 0))
+            ctx, pos, reverse=sign < 0, present=present))
 
 
 def _coefficients(ctx, m: DimMap):

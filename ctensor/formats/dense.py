@@ -90,6 +90,14 @@ class VDense:
 
     view = None          # a CoordView when read through an affine index (`formats.affine`)
 
+    def unfurl_union(self, ctx, pos, reverse=False, present=None):
+        """Below a byte map read by id in a ⊕-chain (`VSparseByteMap.unfurl_union`): hands its
+        `present` flag down to the children; None (the usual lookup) without one."""
+        if present is None or self.view is not None:
+            return None
+        base = ctx.let(b.mul(pos, self.shape), self.name + "_base")
+        return Lookup(lambda ctx, j: Fiber(self.child, ctx.let(b.add(base, j.v), self.name + "_q"), present=present))
+
     def unfurl_reversed(self, ctx, pos, ext):
         return self.unfurl(ctx, pos, ext, "read")    # random access: no order to reverse
 

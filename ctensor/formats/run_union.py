@@ -27,13 +27,14 @@ from ..looplets.nodes import FillLeaf, Run, Stepper, Thunk, Value
 from .element import ir_type
 
 
-def unfurl_union(lv, ctx, pos, left_at, right_at, reverse=False):
+def unfurl_union(lv, ctx, pos, left_at, right_at, reverse=False, present=None):
     """The union protocol of fiber `pos` of the read level `lv` (a VSparseRunList, or a
     VSparseList of real coordinates, whose child is an Element or Pattern leaf; its `ptr`,
     `fill`, `child` and `name`).  left_at(k), right_at(k): the SymLimits, in the loop's frame, of
     the first and last coordinates of stored entry k (equal for a pinpoint).  `reverse`: the
     loop's frame reverses storage order (a view with a < 0, `formats.reverse`), so the cursor's
-    t-th entry is stored entry lo + hi - 1 - t of the fiber's [lo, hi)."""
+    t-th entry is stored entry lo + hi - 1 - t of the fiber's [lo, hi).  `present`: an i1, false
+    for a fiber that is not stored (`looplets.nodes.Fiber`), read as empty."""
     st, n = {}, lv.name
     kind = lv.child.kind
     ty = ir_type(kind)
@@ -43,7 +44,10 @@ def unfurl_union(lv, ctx, pos, left_at, right_at, reverse=False):
 
     def preamble(ctx):
         st["q"] = ctx.mut(I64, b.load(lv.ptr, pos), n + "_q")
-        st["q_stop"] = ctx.let(b.load(lv.ptr, b.add(pos, b.i64(1))), n + "_q_stop")
+        stop = b.load(lv.ptr, b.add(pos, b.i64(1)))
+        if present is not None:
+            stop = b.select(present, stop, ir.Read(st["q"]))
+        st["q_stop"] = ctx.let(stop, n + "_q_stop")
         if reverse:
             st["mirror"] = ctx.let(b.add(ir.Read(st["q"]), b.sub(st["q_stop"], b.i64(1))), n + "_mirror")
         st["in"] = ctx.mut(I1, b.FALSE, n + "_in")

@@ -22,8 +22,8 @@ import numpy as np
 from ..errors import FormatError
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import I1, I8, I64
-from ..looplets.nodes import Deferred, Hollow, Lookup, Thunk
+from ..ir.types import I1, I8, I64, PtrType
+from ..looplets.nodes import Deferred, Fiber, Hollow, Lookup, Thunk
 from .level import Level, as_array, as_shape, check_coords, check_ptr, check_sorted_fibers
 from .sparse_list import VSparseList
 
@@ -153,6 +153,7 @@ class VSparseByteMap(VSparseList):
     def __init__(self, ctx, lvl: SparseByteMap, name, mode):
         if mode == "read":
             super().__init__(ctx, lvl, name, mode)
+            self.tbl = ir.Read(ctx.param(name + "_tbl", PtrType(I8), ("read", lvl, "tbl")))
             return
         from ..lower.context import GrowBuffer
         self.lvl, self.name, self.mode, self.fill = lvl, name, mode, lvl.fill
@@ -169,6 +170,20 @@ class VSparseByteMap(VSparseList):
 
     # per-fiber leaf counts need contiguous child slots (the union protocol is for real axes only)
     leaf_count = None
+
+    def unfurl_union(self, ctx, pos, reverse=False, present=None):
+        """In a ⊕-chain read by the union protocol (`lower.nest._union_level`): by id, as a Dense
+        level, so the chain has no cursor per term over ids (one per term would give a code path per
+        combination of present ids).  An unstored slot's child may hold anything: its fiber is
+        handed out with `present` false (and'ed with the parent's), so the union protocol reads it
+        as empty."""
+        base = ctx.let(b.mul(pos, self.shape), self.name + "_base")
+
+        def entry(ctx, j):
+            q = ctx.let(b.add(base, j.v), self.name + "_q")
+            here = b.ne(b.load(self.tbl, q), b.const(0, I8))
+            return Fiber(self.child, q, present=ctx.let(here if present is None else b.land(present, here)))
+        return Lookup(entry)
 
     # ---------------------------------------------------------------- write
     def declare(self, ctx, npos):

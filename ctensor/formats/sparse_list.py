@@ -163,15 +163,16 @@ class VSparseList:
     def union_readable(self) -> bool:
         return self.mode == "read" and self.coord == "real" and getattr(self.child, "is_leaf", False)
 
-    def unfurl_union(self, ctx, pos, reverse=False):
+    def unfurl_union(self, ctx, pos, reverse=False, present=None):
         """A fiber of real pinpoints as alternating gap and point chunks of runtime values
         (`formats.run_union`), or None (integer coordinates, a child that is not a leaf).
-        `reverse`: seen through a view with a < 0, walked from the last point."""
+        `reverse`: seen through a view with a < 0, walked from the last point.  `present`: see
+        `looplets.nodes.Fiber`."""
         if not self.union_readable():
             return None
         from .run_union import unfurl_union
         at = lambda k: self._lim(b.load(self.idx, k))
-        return unfurl_union(self, ctx, pos, at, at, reverse=reverse)
+        return unfurl_union(self, ctx, pos, at, at, reverse=reverse, present=present)
 
     def child_pos(self, ctx, pos, q):
         """The child slot of entry q of fiber pos (SparseByteMap: pos*shape + idx[q])."""

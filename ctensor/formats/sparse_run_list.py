@@ -267,17 +267,18 @@ class VSparseRunList:
     def union_readable(self) -> bool:
         return self.mode == "read" and getattr(self.child, "is_leaf", False)
 
-    def unfurl_union(self, ctx, pos, reverse=False):
+    def unfurl_union(self, ctx, pos, reverse=False, present=None):
         """The fiber as alternating gap and run chunks of runtime values (`formats.run_union`), or
         None when the child is not a leaf.  `reverse`: seen through a view with a < 0, where run
-        k is [x(right_k), x(left_k)] (`formats.reverse`)."""
+        k is [x(right_k), x(left_k)] (`formats.reverse`).  `present`: see `looplets.nodes.Fiber`."""
         if not self.union_readable():
             return None
         from .run_union import unfurl_union
         if reverse:       # a left endpoint is never +inf (validated): its image is above -inf
             return unfurl_union(self, ctx, pos, lambda k: see(self, self._right(k), False),
-                                lambda k: see(self, self._left(k), True), reverse=True)
-        return unfurl_union(self, ctx, pos, lambda k: see(self, self._left(k)), lambda k: see(self, self._right(k)))
+                                lambda k: see(self, self._left(k), True), reverse=True, present=present)
+        return unfurl_union(self, ctx, pos, lambda k: see(self, self._left(k)), lambda k: see(self, self._right(k)),
+                            present=present)
 
     def unfurl_reversed(self, ctx, pos, ext):
         from .reverse import reversed_sparse_run_list

@@ -28,6 +28,10 @@ class Fiber:
     # (lo, hi) SymLimits in the loop's frame, set by a grid level on the fiber of one cell: every
     # coordinate stored below it along the binned index lies in [lo, hi] (`lower.tile.lower_piece`)
     cell: Any = None
+    # i1 IR expression, or None for true: false for an unstored slot of a byte map read by id in a
+    # ⊕-chain (`VSparseByteMap.unfurl_union`), whose child slot may hold anything; the union
+    # protocol then reads the fiber as empty
+    present: Any = None
 
 
 @dataclass(frozen=True, eq=False)

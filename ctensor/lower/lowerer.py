@@ -84,7 +84,7 @@ def unfurl_accesses(ctx, loop: Loop):
             t = acc.tns
             if isinstance(t, Fiber):
                 union = getattr(t.level, "unfurl_union", None) if acc.union and t.cell is None else None
-                lp = union(ctx, t.pos) if union is not None else None
+                lp = union(ctx, t.pos, present=t.present) if union is not None else None
                 if lp is not None:
                     ctx.union_reads = True
                 else:

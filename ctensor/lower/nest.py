@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from ..formats.affine import VAffine
 from ..formats.dense import Dense
+from ..formats.sparse_byte_map import SparseByteMap
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
 from .notation import Access, Assign, Block, Call, Lit, Loop, Sieve, Val, map_accesses, walk_accesses
@@ -149,15 +150,16 @@ def _product_chain(e, ids, tensors) -> bool:
 
 
 def _union_level(a, tensors) -> bool:
-    """Can access `a` be read by the union protocol: its tensor's levels are Dense down to a
-    SparseRunList or a SparseList of real pinpoints holding the leaf, read plainly or with an
-    affine map on that last, real, mode only (`VAffine.unfurl_union`)?"""
+    """Can access `a` be read by the union protocol: its tensor's levels are Dense or SparseByteMap
+    (read by id, `VSparseByteMap.unfurl_union`) down to a SparseRunList or a SparseList of real
+    pinpoints holding the leaf, read plainly or with an affine map on that last, real, mode only
+    (`VAffine.unfurl_union`)?"""
     modes = tensors[a.name].modes()
     lvl = getattr(a.tns, "level", None)
     if isinstance(lvl, VAffine) and any(d != len(modes) - 1 for d, m in lvl.maps.items() if not m.identity):
         return False
     last = modes[-1]
-    return all(isinstance(m, Dense) for m in modes[:-1]) and getattr(last.child, "is_leaf", False) \
+    return all(isinstance(m, (Dense, SparseByteMap)) for m in modes[:-1]) and getattr(last.child, "is_leaf", False) \
         and (isinstance(last, SparseRunList) or isinstance(last, SparseList) and last.coord == "real")
 
 

@@ -29,6 +29,7 @@ from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
 from ..errors import FormatError
 from ..formats.level import CLOSED, DefaultClosed
+from ..formats.sparse_byte_map import SparseByteMap
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
 
@@ -165,14 +166,15 @@ def _identity(op, dtype):
 
 def unmergeable(out_fmt, plan) -> str | None:
     """Why a revisited output of this format cannot be merged (None when it can): the revisited
-    level must be the last, a SparseRunList or SparseList under Dense levels only, over an
+    level must be the last, a SparseRunList or SparseList under Dense or SparseByteMap levels only
+    (random access: a fiber's passes append to its own child slots), over an
     Element (whose fill `output_format.check_output_format` made ⊕'s identity) or a Pattern; and
     every loop that revisits it must run inside the loops of the other output indices, so that
     each fiber's passes are contiguous in its buffers."""
     if out_fmt is None:          # (every reduction of lower.ops.SEMIRINGS is in UFUNCS)
         return "a scalar output has no coordinates to merge"
     modes, leaf = out_fmt.modes(), out_fmt.levels()[-1]
-    if not all(isinstance(lv, Dense) for lv in modes[:-1]) or not isinstance(modes[-1], (SparseList, SparseRunList)):
+    if not all(isinstance(lv, (Dense, SparseByteMap)) for lv in modes[:-1]) or not isinstance(modes[-1], (SparseList, SparseRunList)):
         return "only the last output level may be sparse"
     if not isinstance(leaf, (Element, Pattern)) or modes[-1].child is not leaf:
         return "the sparse output level must hold the leaf"

@@ -203,7 +203,7 @@ def _by_sign(a, nest):
 def _permissive(level, view: CoordView, inner):
     """Missing outside the level's declared integer extent [lo, hi], seen in the x-frame."""
     ext = level.extent()
-    lo, hi = view.out(ext.start, True), view.out(ext.stop, True)
+    lo, hi = _saturated_out(view, ext.start), _saturated_out(view, ext.stop)
     if view.sign < 0:
         lo, hi = hi, lo
     miss = lambda ctx, e: Run(FillLeaf(MISSING))
@@ -212,6 +212,19 @@ def _permissive(level, view: CoordView, inner):
     return Sequence([PhaseSpec(miss, stop=lambda ctx, e: ext.minus_unit(lim_max(lo, e.start))),
                      PhaseSpec(lambda ctx, e: inner, stop=lambda ctx, e: lim_min(hi, e.stop)),
                      PhaseSpec(miss)])
+
+
+def _saturated_out(view: CoordView, u: SymLimit) -> SymLimit:
+    """The x-frame image x = u - b (or b - u) of an integer extent's end, saturated to int64: the
+    image of id 0 or shape - 1 lies beyond int64 for b near its limits (v[~(c - i)], c = -2**63),
+    where a wrapped end would make the missing and stored phases overlap (cells counted twice)."""
+    p, q = (u.v, view.b) if view.sign > 0 else (view.b, u.v)
+    x = view.out(u, True)
+    zero = b.i64(0)
+    high = b.land(b.lt(q, zero), b.lt(x.v, p))          # p - q for q < 0 is above p unless it wrapped
+    low = b.land(b.lt(zero, q), b.lt(p, x.v))
+    v = b.select(high, b.i64(2**63 - 1), b.select(low, b.i64(-2**63), x.v))
+    return SymLimit(v, x.e, x.finite)
 
 
 def rewrap(node, leaf):

@@ -462,6 +462,9 @@ def test_transposed_and_diagonal_accesses_are_refused_clearly():
         ct.einsum("C[x, i] = S[i, x]", S=S)
     with pytest.raises(ct.InvalidProgramError, match="storage order"):
         ct.einsum("C[j] = M[i, j] * d(i; counting)", M=m, order=["j", "i"])
+    for out in (None, ct.SparseByteMap(ct.SparseByteMap(ct.Element(0.0)))):      # the output is named
+        with pytest.raises(ct.InvalidProgramError, match=r"writes the output O\[j, i\] out of its storage order"):
+            ct.einsum("O[j, i] = M[i, j]", M=m, order=["i", "j"], out=out)
     with pytest.raises(ct.InvalidProgramError, match="repeats an index"):
         ct.einsum("s[] = M[i, i]", M=m)
     with pytest.raises(ct.InvalidProgramError, match="both integer and real"):

@@ -353,8 +353,11 @@ def _loop_order(es, rhs, kinds, order, pointlike):
         low = _lowering(chains, order)
         if low is None:
             bad = next(acc for acc, ch in zip(accs + [None], chains) if _lowering([ch], order) is None)
-            what = f"[{', '.join(es.out_idxs)}]" if bad is None else str(bad)
-            raise InvalidProgramError(f"order={order} visits {what} out of storage order; "
+            if bad is None:
+                raise InvalidProgramError(f"order={order} writes the output {es.out}[{', '.join(es.out_idxs)}] out "
+                                          f"of its storage order; pass order= with {', '.join(es.out_idxs)} in "
+                                          "that relative order (outputs are written in the order of their indices)")
+            raise InvalidProgramError(f"order={order} visits {bad} out of storage order; "
                                       "transposed access needs a tensor stored in that order")
     else:
         appearance = list(es.out_idxs) + [i for acc in accs for d in acc.dims for i in d.indices]

@@ -19,7 +19,7 @@ from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Looplet, Run, V
 from .notation import (Access, Assign, Block, Call, Lit, Loop, ScalarOut, Sieve, Val, map_accesses,
                        map_assigns, subst_index, uses_index, walk_accesses, walk_assigns)
 from .ops import REDUCTIONS, combine, convert, kind, to_ir
-from .simplify import simplify
+from .simplify import MAYBE, simplify
 from .tile import lower_piece
 
 
@@ -189,6 +189,10 @@ def _collapse_index_value(ctx, loop: Loop):
 def emit_assign(ctx, a: Assign):
     if a.measures:
         raise InvalidProgramError(f"reduction indices {sorted(a.measures)} were never looped over")
+    if isinstance(a.rhs, Call) and a.rhs.op == MAYBE:      # a value or missing: written where present
+        present, value = a.rhs.args
+        ctx.if_(to_ir(ctx, present, "bool"), lambda: emit_assign(ctx, a.with_(rhs=value)))
+        return
     lhs = a.lhs
     if isinstance(lhs, Access) and isinstance(lhs.tns, ScalarOut):
         var = lhs.tns.var

@@ -51,6 +51,8 @@ def kind(node) -> str:
         op = node.op
         if op == "ifelse":
             return max(ks[1:], key=RANK.get)
+        if op == "maybe":                  # (present, value): `lower.simplify.MAYBE`
+            return ks[1]
         if op == "coalesce":
             return max(ks, key=RANK.get)
         if op in COMPARE or op == "not":

@@ -37,6 +37,14 @@ from .ops import REDUCTIONS
 # reads no kept index, and a cut without accesses is its value, so the generated code never sees one.
 CUT = "cut"
 
+# `Call(MAYBE, (present, value))` is `value` where the boolean expression `present` holds and missing
+# elsewhere.  A permissive read outside its tensor is missing, but an annihilator wins over it (the
+# literal rule below folds `min(missing, -inf)` to -inf); when the other operand is a runtime value
+# (-inf stored in a Dense W of `min(V[~(i + 1)], W[i])`), whether it annihilates is known only at
+# run time, so the result is `maybe(W[i] == -inf, -inf)`.  Operators and coalesce carry it up; the
+# assignment writes it under `if present` (`lowerer.emit_assign`), so the code never sees one.
+MAYBE = "maybe"
+
 ANNIHILATORS = {"*": [0, False], "and": [False], "or": [True], "min": [-math.inf], "max": [math.inf]}
 IDENTITIES = {"*": [1, True], "+": [0, False], "and": [True], "or": [False], "min": [math.inf],
               "max": [-math.inf], "xor": [False]}
@@ -92,6 +100,57 @@ def _missing(a) -> bool:
     return isinstance(a, Lit) and a.value is MISSING
 
 
+def _maybe(e) -> bool:
+    return isinstance(e, Call) and e.op == MAYBE
+
+
+def _parts(e):
+    """(present, value) of an operand: present is None (always) unless it is a MAYBE."""
+    return (e.args[0], e.args[1]) if _maybe(e) else (None, e)
+
+
+def _all(conds):
+    conds = [c for c in conds if c is not None]
+    return None if not conds else conds[0] if len(conds) == 1 else Call("and", tuple(conds))
+
+
+def _any(conds):
+    return conds[0] if len(conds) == 1 else Call("or", tuple(conds))
+
+
+def _annihilates(op, e):
+    """The condition "operand e is present and holds op's annihilator" (e a runtime value)."""
+    c, v = _parts(e)
+    return _all([c, Call("eq", (v, Lit(ANNIHILATORS[op][0])))])
+
+
+def _with_maybe(op, args, keep):
+    """op over settled operands, some of them MAYBE (none missing): present where all are, or
+    where a present operand is op's annihilator, whose value it then takes."""
+    present = _all([_parts(a)[0] for a in args])
+    if op == "coalesce":
+        c, v = _parts(args[0])
+        rest = _simplify_call(op, args[1:], keep) if len(args) > 1 else Lit(MISSING)
+        if _missing(rest):
+            return args[0]
+        c2, v2 = _parts(rest)
+        value = _simplify_call("ifelse", (c, v, v2), keep)
+        return value if c2 is None else Call(MAYBE, (_any([c, c2]), value))
+    if op == "ifelse" and not _maybe(args[0]):
+        (cx, vx), (cy, vy) = _parts(args[1]), _parts(args[2])
+        taken = Call("ifelse", (args[0], Lit(True) if cx is None else cx, Lit(True) if cy is None else cy))
+        return Call(MAYBE, (taken, _simplify_call(op, (args[0], vx, vy), keep)))
+    value = _simplify_call(op, tuple(_parts(a)[1] for a in args), keep)
+    if op not in ANNIHILATORS:
+        return Call(MAYBE, (present, value))
+    z = next((a for a in args if _lit_is(a, ANNIHILATORS[op])), None)
+    if z is not None:                # a literal annihilator wins over the missing operands
+        return z
+    z = Lit(ANNIHILATORS[op][0])
+    live = [_annihilates(op, a) for a in args if not isinstance(a, Lit)]
+    return Call(MAYBE, (_any([present] + live), _simplify_call("ifelse", (present, value, z), keep)))
+
+
 def _settled(e) -> bool:
     """Reads no tensor any more: its value (missing or not) is known at this point."""
     if isinstance(e, Call):
@@ -138,10 +197,17 @@ def simplify_expr(node, keep=frozenset()):
 
 
 def _simplify_call(op, args, keep):
+    if op == MAYBE:
+        c, v = args
+        if _missing(v) or isinstance(c, Lit) and not c.value:
+            return Lit(MISSING)
+        return v if isinstance(c, Lit) else Call(op, args)
     if op == "coalesce":
         args = tuple(a for a in args if not _missing(a))
         if not args:
             return Lit(MISSING)
+        if _maybe(args[0]) and all(_settled(a) for a in args):
+            return _with_maybe(op, args, keep)
         # a value that cannot become missing any more (every access in it is resolved) wins
         if len(args) == 1 or isinstance(args[0], (Lit, Val)):
             return _cut(args[0], args[1:], keep)
@@ -155,7 +221,14 @@ def _simplify_call(op, args, keep):
         if op in ANNIHILATORS and any(_lit_is(a, ANNIHILATORS[op]) for a in args):
             z = next(a for a in args if _lit_is(a, ANNIHILATORS[op]))
             return _cut(z, args, keep)
-        return Lit(MISSING) if all(_settled(a) for a in args) else Call(op, args)
+        if not all(_settled(a) for a in args):
+            return Call(op, args)
+        live = [a for a in args if not isinstance(a, Lit)] if op in ANNIHILATORS else []
+        # missing, unless a runtime operand turns out to be the annihilator
+        return Call(MAYBE, (_any([_annihilates(op, a) for a in live]), Lit(ANNIHILATORS[op][0]))) if live \
+            else Lit(MISSING)
+    if any(_maybe(a) for a in args) and all(_settled(a) for a in args):
+        return _with_maybe(op, args, keep)
     if op == "ifelse":
         c, x, y = args
         if isinstance(x, Lit) and isinstance(y, Lit) and x.value == y.value and type(x.value) is type(y.value):

@@ -539,6 +539,18 @@ def test_kernels_reused_across_queries():
     assert a["count"].tolist() == [1, 1] and b["count"].tolist() == [2, 0, 0]
 
 
+def test_closest_keeps_integer_data_columns_of_every_width_nullable():
+    """Extra integer data columns become the nullable dtype of their width and sign: a uint64 value
+    from 2**63 on failed the cast to Int64 (a pandas TypeError)."""
+    q = pd.DataFrame({"chrom": ["chr1", "chr9"], "start": [10, 0], "end": [20, 5]})
+    d = pd.DataFrame({"chrom": ["chr1"], "start": [3], "end": [12], "hash": np.array([2**63], np.uint64),
+                      "rank": np.array([-7], np.int32), "n": pd.array([4], dtype="Int64")})
+    out = g.closest(q, d)
+    assert [str(out[c].dtype) for c in ("hash_", "rank_", "n_", "distance")] == ["UInt64", "Int32", "Int64", "Int64"]
+    assert out.loc[0, ["hash_", "rank_", "n_", "distance"]].tolist() == [2**63, -7, 4, 0]
+    assert out.loc[1, ["hash_", "rank_", "n_", "distance"]].isna().all()          # no data on chr9
+
+
 def test_closest_kernels_are_searches_and_reused():
     """The (min,+)/(max,+) closest einsums compile to one extremum search per query (no loop over
     the data), and a second call reuses them."""

@@ -136,6 +136,14 @@ def overlap(query, data, return_index: bool = False) -> pd.DataFrame:
     return out
 
 
+def _nullable(dtype):
+    """The pandas nullable integer dtype of an integer column's dtype (uint64 -> UInt64: a cast to
+    Int64 fails for values from 2**63 on); a nullable dtype stays as it is."""
+    if isinstance(dtype, pd.api.extensions.ExtensionDtype):
+        return dtype
+    return f"{'U' if dtype.kind == 'u' else ''}Int{dtype.itemsize * 8}"
+
+
 def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.DataFrame:
     """The nearest data intervals of each query row (`bedtools closest -d -t <ties>`): query columns,
     then data columns suffixed `_`, then `distance` (0 when they overlap, `b.start - a.end + 1` for b
@@ -144,8 +152,8 @@ def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.Da
     start order, equal starts in the index's order; bedtools sorts with an unstable sort, so
     when tied intervals also share their start it may pick another of them — about 3% of queries on
     the synthetic sets; `ties='all'` always equals bedtools).  A query with no data on its
-    chromosome gets one row whose data columns and distance are missing (`<NA>`; bedtools prints `. -1 -1` and -1).  Integer data columns and
-    `distance` are nullable `Int64`.  With `return_index`, columns `index` and `index_` give the row
+    chromosome gets one row whose data columns and distance are missing (`<NA>`; bedtools prints `. -1 -1` and -1).  Integer data columns
+    become the nullable dtype of their width and sign (`Int64`, `UInt64`, `Int32`, …); `distance` is `Int64`.  With `return_index`, columns `index` and `index_` give the row
     positions of the query and of the data interval (-1 when there is none).  FormatError if a
     query column is named like a column closest adds (`distance`, suffixed data columns, `index`,
     `index_` with `return_index`)."""
@@ -156,7 +164,7 @@ def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.Da
     missing = dj < 0
     left = q.iloc[qi].reset_index(drop=True)
     right = idx.frame.reset_index(drop=True)
-    right = right.astype({c: "Int64" for c in right.columns if pd.api.types.is_integer_dtype(right[c])})
+    right = right.astype({c: _nullable(right[c].dtype) for c in right.columns if pd.api.types.is_integer_dtype(right[c])})
     # label -1 is absent: a missing data interval becomes a row of <NA>
     right = right.reindex(np.where(missing, -1, dj)).reset_index(drop=True).add_suffix("_")
     out = pd.concat([left, right], axis=1)

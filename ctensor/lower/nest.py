@@ -5,10 +5,11 @@ when every output mode is random-access (Dense, or a scalar), so both nests may 
 output position, and the reduction is + with either
 - integers and counting measures: it distributes over the terms exactly (no rounding, no
   infinities; `lower.program_notation.counting_additive` checks the pinpoints), or
-- floats and Lebesgue measures on the real indices: exact up to rounding while every term's
-  integral is finite.  Terms can cancel pointwise on an unbounded run (1 + -1 over (-inf, 0) is 0,
+- floats and Lebesgue or counting measures on the real indices (counting: as for integers):
+  exact up to rounding while every term's integral is finite.  Terms can cancel pointwise on an unbounded run (1 + -1 over (-inf, 0) is 0,
   split it is inf - inf), so the caller (`runtime.kernel.Kernel`) recomputes a non-finite result
   without fission.
+Products distribute over sums first (`expanded_terms`: `A*(P0 + P1)` is `A*P0 + A*P1`).
 Each term then lowers on its own: a term whose loop is a single counting stepper collapses to a
 position difference (`ctensor.looplets.count`), and the code grows linearly in the terms instead
 of with every combination of their cursors' states.
@@ -45,6 +46,32 @@ def sum_terms(e) -> list:
     if isinstance(e, Call) and e.op == "-" and len(e.args) == 2:
         return sum_terms(e.args[0]) + [Call("*", (Lit(-1), t)) for t in sum_terms(e.args[1])]
     return [e]
+
+
+# a product of sums expands into at most this many terms for fission (`expanded_terms`)
+EXPAND_MAX = 32
+
+
+def expanded_terms(e) -> list:
+    """The additive terms of e with products distributed over sums (`A*(B - C)` -> A*B, -1*A*C),
+    for a sum split into one nest per term; `sum_terms(e)` when that makes more than EXPAND_MAX
+    terms.  `lower.program_notation.counting_additive` expands the parsed program alike."""
+    def go(e):
+        if isinstance(e, Call) and e.op in ("+", "-") and len(e.args) == 2:
+            a, c = go(e.args[0]), go(e.args[1])
+            return None if a is None or c is None else \
+                a + (c if e.op == "+" else [Call("*", (Lit(-1), t)) for t in c])
+        if isinstance(e, Call) and e.op == "*":
+            out = [None]
+            for arg in e.args:
+                ts = go(arg)
+                if ts is None or len(out) * len(ts) > EXPAND_MAX:
+                    return None
+                out = [t if p is None else Call("*", (p, t)) for p in out for t in ts]
+            return out
+        return [e]
+    terms = go(e)
+    return sum_terms(e) if terms is None else terms
 
 
 def reduction_terms(e, op) -> list:

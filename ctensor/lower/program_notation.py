@@ -8,6 +8,7 @@ from ..formats.affine import DimMap, VAffine
 from ..ir import build as b
 from ..lang.parser import EAccess, ECall, EIndex, ELit, EScalar
 from ..looplets.nodes import Fiber
+from .nest import EXPAND_MAX
 from .notation import Access, Call, Idx, Lit
 from .tile import tile_access_idxs
 
@@ -24,9 +25,27 @@ def counting_additive(plan, tensors) -> bool:
         return True
 
     def terms(e):
+        """Each term of e, products distributed over sums as `lower.nest.expanded_terms` does, as
+        its list of factors; None beyond EXPAND_MAX terms."""
         if isinstance(e, ECall) and e.op in ("+", "-") and len(e.args) == 2:
-            return terms(e.args[0]) + terms(e.args[1])
-        return [e]
+            a, c = terms(e.args[0]), terms(e.args[1])
+            return None if a is None or c is None else a + c
+        if isinstance(e, ECall) and e.op == "neg" and len(e.args) == 1:
+            return terms(e.args[0])
+        if isinstance(e, ECall) and e.op == "*":
+            out = [[]]
+            for arg in e.args:
+                ts = terms(arg)
+                if ts is None or len(out) * len(ts) > EXPAND_MAX:
+                    return None
+                out = [p + t for p in out for t in ts]
+            return out
+        return [[e]]
+
+    def plain(e):            # beyond EXPAND_MAX: the terms of the sum, unexpanded, as their factors
+        if isinstance(e, ECall) and e.op in ("+", "-") and len(e.args) == 2:
+            return plain(e.args[0]) + plain(e.args[1])
+        return [factors(e)]
 
     def factors(e):
         if isinstance(e, ECall) and e.op == "*":
@@ -35,9 +54,10 @@ def counting_additive(plan, tensors) -> bool:
             return factors(e.args[0])
         return [e]
 
-    for t in terms(plan.rhs):
+    expanded = terms(plan.rhs)
+    for t in plain(plan.rhs) if expanded is None else expanded:
         pinned = set()
-        for f in factors(t):
+        for f in t:
             if not isinstance(f, EAccess) or tensors[f.tensor].fill not in (0, False):
                 continue
             for d, lvl in zip(f.dims, tensors[f.tensor].modes()):

@@ -29,7 +29,7 @@ from ..lang.program import accesses, make_plan, scalar_names
 from ..looplets.nodes import Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower, read_scalars
-from ..lower.nest import loop_nest, mark_all_unions, mark_unions, reduction_terms, sum_terms, union_read
+from ..lower.nest import expanded_terms, loop_nest, mark_all_unions, mark_unions, reduction_terms, union_read
 from ..lower.tile import plan_tiles, tile_extents
 from ..lower.notation import Access, ScalarOut, Val, walk_accesses
 from ..lower.program_notation import counting_additive, notation, root_cover
@@ -198,18 +198,21 @@ class Kernel:
                                                      for lv in self.out_fmt.levels()[:-1])
         fission = random_access and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
             and counting_additive(plan, tensors)
-        # a float sum under Lebesgue measures splits too (code linear in the terms, not exponential):
-        # exact while every term's integral is finite; a non-finite result is recomputed pointwise
-        # (`__call__`), where terms may cancel on an unbounded run (1 + -1 over (-inf, 0) is 0, not NaN)
+        # a float sum under Lebesgue (or counting, pinned as for integers) measures on real indices
+        # splits too (code linear in the terms, not exponential): exact while every term's integral
+        # is finite; a non-finite result is recomputed pointwise (`__call__`), where terms may
+        # cancel on an unbounded run (1 + -1 over (-inf, 0) is 0, not NaN)
+        real = {i: m for i, m in plan.measures.items() if plan.kinds[i] == "real"}
         self.split_sums = self._split_ok and random_access and plan.out_kind == "float" and plan.op == "+" \
-            and any(m == "lebesgue" for m in plan.measures.values()) \
-            and all(m == ("lebesgue" if plan.kinds[i] == "real" else "counting") for i, m in plan.measures.items()) \
-            and len(sum_terms(rhs)) > 1
+            and bool(real) and set(real.values()) <= {"lebesgue", "counting"} \
+            and all(m == "counting" for i, m in plan.measures.items() if i not in real) \
+            and ("counting" not in real.values() or counting_additive(plan, tensors)) \
+            and len(expanded_terms(rhs)) > 1
         first_reduced = next((k for k, i in enumerate(order) if i not in es.out_idxs), len(order))
         terms, split_at = None, None
         pointwise = not plan.measures and tiling is None and self.out_fmt is not None
         if (fission or self.split_sums) and first_reduced < len(order):
-            terms, split_at = sum_terms(rhs), first_reduced
+            terms, split_at = expanded_terms(rhs), first_reduced
         elif pointwise and _split_pointwise(chain := reduction_terms(rhs, plan.op), tensors):
             # a pointwise ⊕ of many terms: one nest per term (`lower.nest`); a sparse last output
             # level is then revisited, once per term, and merged by the runtime

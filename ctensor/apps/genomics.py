@@ -152,9 +152,11 @@ def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.Da
     start order, equal starts in the index's order; bedtools sorts with an unstable sort, so
     when tied intervals also share their start it may pick another of them — about 3% of queries on
     the synthetic sets; `ties='all'` always equals bedtools).  A query with no data on its
-    chromosome gets one row whose data columns and distance are missing (`<NA>`; bedtools prints `. -1 -1` and -1).  Integer data columns
-    become the nullable dtype of their width and sign (`Int64`, `UInt64`, `Int32`, …); `distance` is `Int64`.  With `return_index`, columns `index` and `index_` give the row
-    positions of the query and of the data interval (-1 when there is none).  FormatError if a
+    chromosome gets one row whose data columns and distance are missing (`<NA>`; bedtools prints
+    `. -1 -1` and -1).  Integer data columns become the nullable dtype of their width and sign
+    (`Int64`, `UInt64`, `Int32`, …); `distance` is `Int64`.  With `return_index`, columns `index`
+    and `index_` give the row positions of the query and of the data interval (-1 when there is
+    none).  FormatError if a
     query column is named like a column closest adds (`distance`, suffixed data columns, `index`,
     `index_` with `return_index`)."""
     q, idx, a = _args(query, data, "closest")

@@ -5,9 +5,9 @@ when every output mode is random-access (Dense, or a scalar), so both nests may 
 output position, and the reduction is + with either
 - integers and counting measures: it distributes over the terms exactly (no rounding, no
   infinities; `lower.program_notation.counting_additive` checks the pinpoints), or
-- floats and Lebesgue or counting measures on the real indices (counting: as for integers):
-  exact up to rounding while every term's integral is finite.  Terms can cancel pointwise on an unbounded run (1 + -1 over (-inf, 0) is 0,
-  split it is inf - inf), so the caller (`runtime.kernel.Kernel`) recomputes a non-finite result
+- floats and Lebesgue or counting measures on the real indices (counting: pinned as for
+  integers): exact up to rounding while every term's integral is finite.  Terms can cancel
+  pointwise on an unbounded run (1 + -1 over (-inf, 0) is 0, split it is inf - inf), so the caller (`runtime.kernel.Kernel`) recomputes a non-finite result
   without fission.
 Products distribute over sums first (`expanded_terms`: `A*(P0 + P1)` is `A*P0 + A*P1`).
 Each term then lowers on its own: a term whose loop is a single counting stepper collapses to a
@@ -192,8 +192,9 @@ def _union_level(a, tensors) -> bool:
 
 def union_read(term, tensors) -> bool:
     """Will this term of a ⊕-chain lower with no cursor state of its own to combine: no tensor
-    access (a literal, a scalar), or an access marked by `mark_unions` whose levels are Dense
-    down to a SparseRunList or a SparseList of real pinpoints holding the leaf (`_union_level`)?
+    access (a literal, a scalar), or an access marked by `mark_unions` whose levels are Dense or
+    SparseByteMap down to a SparseRunList or a SparseList of real pinpoints holding the leaf
+    (`_union_level`)?
     A chain of such terms compiles to linear code in one pass, so it is not
     split (`runtime.kernel`)."""
     accs = list(walk_accesses(term))

@@ -203,16 +203,17 @@ class Kernel:
         # is finite; a non-finite result is recomputed pointwise (`__call__`), where terms may
         # cancel on an unbounded run (1 + -1 over (-inf, 0) is 0, not NaN)
         real = {i: m for i, m in plan.measures.items() if plan.kinds[i] == "real"}
+        sums = expanded_terms(rhs)
         self.split_sums = self._split_ok and random_access and plan.out_kind == "float" and plan.op == "+" \
             and bool(real) and set(real.values()) <= {"lebesgue", "counting"} \
             and all(m == "counting" for i, m in plan.measures.items() if i not in real) \
             and ("counting" not in real.values() or counting_additive(plan, tensors)) \
-            and len(expanded_terms(rhs)) > 1
+            and len(sums) > 1
         first_reduced = next((k for k, i in enumerate(order) if i not in es.out_idxs), len(order))
         terms, split_at = None, None
         pointwise = not plan.measures and tiling is None and self.out_fmt is not None
         if (fission or self.split_sums) and first_reduced < len(order):
-            terms, split_at = expanded_terms(rhs), first_reduced
+            terms, split_at = sums, first_reduced
         elif pointwise and _split_pointwise(chain := reduction_terms(rhs, plan.op), tensors):
             # a pointwise ⊕ of many terms: one nest per term (`lower.nest`); a sparse last output
             # level is then revisited, once per term, and merged by the runtime

@@ -18,7 +18,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I8
 from ..lower.lowerer import at_index, lower, resolve
-from ..lower.notation import Loop, map_accesses
+from ..lower.notation import Loop, map_accesses, walk_accesses
 from .count import try_count_collapse
 from .extremum import try_extremum_collapse
 from .nodes import (AcceptRun, FillLeaf, Lookup, Phase, Pinpoint, Run, Sequence, Spike, Stepper, Switch,
@@ -50,7 +50,6 @@ def _same(ext, sub) -> bool:
 
 
 def _accesses(loop, cls):
-    from ..lower.notation import walk_accesses
     return [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and isinstance(a.tns, cls)]
 
 
@@ -114,7 +113,26 @@ def phase_pass(ctx, loop):
     # inside the guard the stop is known to be above -inf (nonempty() checked it)
     sub = Extent(sub.start, SymLimit(sub.stop.v, sub.stop.e, True), sub.continuous)
     body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Phase), lambda a: a.tns.body(ctx, sub), sub)
-    ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)), prove=True)
+    with ctx.pinning(loop.idx, _point_phases(ctx, loop)):
+        ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)), prove=True)
+
+
+def _point_phases(ctx, loop):
+    """i1, or None when there is none: some phase at this loop is a single point between its own
+    stored bounds (a closed [c, c] piece, or a fill point between two open ones).  That access
+    changes on both sides of the point, which is then a pinpoint for every inner coordinate of a
+    tagged spike there (`_pin_tails`)."""
+    if not loop.ext.continuous:
+        return None
+    tests = [lim_eq(a.tns.start, a.tns.stop) for a in _accesses(loop, Phase)
+             if a.tns.start is not None and a.tns.stop is not None]
+    if not tests:
+        return None
+    out = tests[0]
+    for t in tests[1:]:
+        out = b.lor(out, t)
+    outer = ctx.pin_sure.get(loop.idx)
+    return out if outer is None else b.lor(outer, out)
 
 
 def sequence_pass(ctx, loop):
@@ -123,7 +141,7 @@ def sequence_pass(ctx, loop):
     phases, prev = [], None
     specs = acc.tns.phases
     for k, spec in enumerate(specs):
-        start = ext.start if k == 0 else ext.plus_unit(prev)
+        start = None if k == 0 else ext.plus_unit(prev)      # None: the extent's own start
         stop = spec.stop(ctx, ext) if spec.stop is not None and k < len(specs) - 1 else None
         phases.append(Phase(spec.body, start=start, stop=stop))
         prev = stop if stop is not None else ext.stop
@@ -141,8 +159,33 @@ def spike_pass(ctx, loop):
         body = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.body), body_ext)
         ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, body_ext, body)), prove=True)
     tail_ext = Extent(ext.stop, ext.stop, ext.continuous)
+    loop, sure = _pin_tails(ctx, loop, is_spike)
     tail = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.tail), tail_ext)
-    lower(ctx, Loop(loop.idx, tail_ext, tail))
+    with ctx.pinning(loop.idx, sure):
+        lower(ctx, Loop(loop.idx, tail_ext, tail))
+
+
+def _pin_tails(ctx, loop, is_spike):
+    """Tag the spikes whose tail is a stored pinpoint of an outer level (fill on its left, inner
+    levels still to read) with `Access.pins`, and say whether the tail point is a pinpoint for
+    every inner coordinate (`sure`, an i1; None: as the enclosing spike or phase said): another
+    spike is a leaf or has a stored left part, or an enclosing phase is a point piece
+    (`_point_phases`).  A point cut by one-sided bounds only (the closed end of an interval) is
+    not one.  The counting measure then counts the point where `sure` or a tagged access stores
+    its inner coordinates (`lower.lowerer.collapse`); paper §4.2, Fig. 5, and the oracle's
+    `_isolated`: a pinpoint of the slice, whatever the level order."""
+    ext, outer = loop.ext, ctx.pin_sure.get(loop.idx)
+    if not ext.continuous:
+        return loop, outer
+    spikes = [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and is_spike(a) and not a.probe]
+    tagged = [a for a in spikes if isinstance(a.tns.body, FillLeaf) and len(a.idxs) > 1]
+    if len(tagged) < len(spikes):
+        return loop, b.TRUE
+    if not tagged:
+        return loop, outer
+    body = map_accesses(loop.body, lambda a: replace(a, pins=a.pins | {loop.idx}) if any(a is t for t in tagged)
+                        else a)
+    return Loop(loop.idx, ext, body), b.FALSE if outer is None else outer
 
 
 def run_pass(ctx, loop):

@@ -32,6 +32,25 @@ class Context:
         self.unordered_output = False
         self.union_reads = False        # some access is read by the union protocol (`formats.run_union`)
         self.whole_splits = 0           # depth of "whole fiber" versions in the body being lowered
+        # real index -> i1: the extent being lowered is a pinpoint for every inner coordinate
+        # (`looplets.passes.spike_pass`; read by `lower.lowerer.collapse` under counting)
+        self.pin_sure: dict = {}
+
+    @contextmanager
+    def pinning(self, idx: str, sure):
+        """Scope in which `pin_sure[idx]` is `sure` (None: unchanged)."""
+        old = self.pin_sure.get(idx)
+        if sure is None:
+            yield
+            return
+        self.pin_sure[idx] = sure
+        try:
+            yield
+        finally:
+            if old is None:
+                del self.pin_sure[idx]
+            else:
+                self.pin_sure[idx] = old
 
     # ---------------------------------------------------------------- names and params
     def fresh(self, hint: str) -> str:

@@ -63,6 +63,8 @@ def resolve(ctx, acc: Access, new):
     if isinstance(new, Looplet):
         return replace(acc, tns=new)
     rest = acc.idxs[1:]
+    if acc.probe and (isinstance(new, (FillLeaf, Value)) or not rest):
+        return _presence(new)
     if isinstance(new, FillLeaf):
         return Lit(new.value)
     if isinstance(new, Value):
@@ -70,6 +72,13 @@ def resolve(ctx, acc: Access, new):
     if isinstance(new, Fiber) and not rest:
         return read_value(ctx, new)
     return replace(acc, tns=new, idxs=rest)
+
+
+def _presence(leaf):
+    """What a probe access reads: whether `leaf` is stored (not the fill)."""
+    if isinstance(leaf, Fiber):          # a stored position (a Pattern leaf reads a FillLeaf(True))
+        return Lit(True) if leaf.present is None else Val(leaf.present, "bool")
+    return Lit(not isinstance(leaf, FillLeaf))
 
 
 def read_value(ctx, fiber: Fiber):
@@ -137,18 +146,40 @@ def collapse(ctx, loop: Loop):
                 return a2.with_(rhs=Call("wmul", (Val(w, "float"), a.rhs)))
             if m == "counting":
                 if ext.continuous:
-                    return Sieve(ext.finite_pinpoint(), a2)
+                    return Sieve(ext.finite_pinpoint(), _pinned(ctx, idx, a2))
                 n = weight("count", ext.length)
                 return a2.with_(rhs=Call("*", (Val(n, "int"), a.rhs)))
             raise InvalidProgramError("the boolean measure needs an idempotent reduction (or, min, max)")
         if m == "lebesgue":
             return Sieve(ext.positive_length(), a2)
         if m == "counting" and ext.continuous:
-            return Sieve(ext.finite_pinpoint(), a2)
+            return Sieve(ext.finite_pinpoint(), _pinned(ctx, idx, a2))
         return a2                          # boolean measure: the extent is non-empty here
 
     # the loops of a tile loop's body run over this piece of it (`lower.tile`)
     lower_piece(ctx, map_assigns(loop.body, f), idx, ext, lower)
+
+
+def _pinned(ctx, idx, a: Assign):
+    """The assignment at a pinpoint of real index `idx` under the counting measure, weighed 1 only
+    for the inner coordinates where the point is a pinpoint of the slice (paper §4.2, Fig. 5).  A
+    stored pinpoint of an outer level (`Access.pins`, tagged by `looplets.passes.spike_pass`) is
+    one only where the access stores the inner coordinates too: P[x, j] with x outer, read at a j
+    the point does not hold, is P's fill on both sides of x.  Unless the point is a pinpoint for
+    every coordinate anyway (`Context.pin_sure`), the assignment is written where some tagged
+    access stores a leaf (a presence probe per tagged access), or nowhere when its fill makes the
+    body a no-op (x * 0: then the weight does not matter)."""
+    tagged = [t for t in walk_accesses(a.rhs) if idx in t.pins]
+    sure = ctx.pin_sure.get(idx, b.TRUE)
+    if not tagged or b.is_const(sure, True):
+        return a
+    fills = {id(t): getattr(getattr(t.tns, "level", None), "fill", None) for t in tagged}
+    if None not in fills.values() and \
+            simplify(a.with_(rhs=map_accesses(a.rhs, lambda t: Lit(fills[id(t)]) if id(t) in fills else t))) is None:
+        return a
+    probes = [replace(t, probe=True, pins=frozenset()) for t in tagged]
+    present = probes if b.is_const(sure, False) else [Val(sure, "bool"), *probes]
+    return a.with_(rhs=Call(MAYBE, (present[0] if len(present) == 1 else Call("or", tuple(present)), a.rhs)))
 
 
 def _collapse_index_value(ctx, loop: Loop):

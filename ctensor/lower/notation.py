@@ -62,6 +62,12 @@ class Access:
     # a term of a long ⊕-chain its fill does not annihilate: read by the union protocol
     # (`lower.nest.mark_unions`, `formats.run_union`)
     union: bool = False
+    # real indices at which this access's piece is a stored pinpoint of an outer level, its inner
+    # levels not read yet (`looplets.passes.spike_pass`): under the counting measure that point
+    # counts for the inner coordinates this access stores there (`lower.lowerer.collapse`)
+    pins: frozenset = frozenset()
+    # a presence probe: reads True where the access stores a leaf, False in its fill
+    probe: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -180,9 +180,9 @@ def simplify_expr(node, keep=frozenset()):
     partition every access cuts (see `CUT`)."""
     if isinstance(node, Access):
         if isinstance(node.tns, FillLeaf):
-            return Lit(node.tns.value)
+            return Lit(False if node.probe else node.tns.value)
         if isinstance(node.tns, Value) and not node.idxs:
-            return Val(node.tns.expr, node.tns.dtype)
+            return Lit(True) if node.probe else Val(node.tns.expr, node.tns.dtype)
         return node
     if not isinstance(node, Call):
         return node
@@ -199,9 +199,14 @@ def simplify_expr(node, keep=frozenset()):
 def _simplify_call(op, args, keep):
     if op == MAYBE:
         c, v = args
-        if _missing(v) or isinstance(c, Lit) and not c.value:
+        if _maybe(c):                # a presence that may be missing: present where it is, and true
+            c = _simplify_call("and", _parts(c), keep)
+        if _maybe(v):
+            c2, v = _parts(v)
+            c = _simplify_call("and", (c, c2), keep)
+        if _missing(v) or _missing(c) or isinstance(c, Lit) and not c.value:
             return Lit(MISSING)
-        return v if isinstance(c, Lit) else Call(op, args)
+        return v if isinstance(c, Lit) else Call(op, (c, v))
     if op == "coalesce":
         args = tuple(a for a in args if not _missing(a))
         if not args:

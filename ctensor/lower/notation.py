@@ -107,36 +107,57 @@ class Block:
 
 
 def walk_accesses(node):
-    """Yield every Access in a statement or expression tree (pre-order)."""
+    """Yield every Access in a statement or expression tree once (pre-order).  An access written
+    twice with the same indices (`A[x] * (A[x] > 0)`) is one shared object: one cursor."""
+    seen = set()
+    for a in _walk_accesses(node):
+        if id(a) not in seen:
+            seen.add(id(a))
+            yield a
+
+
+def _walk_accesses(node):
     if isinstance(node, Access):
         yield node
     elif isinstance(node, Call):
         for a in node.args:
-            yield from walk_accesses(a)
+            yield from _walk_accesses(a)
     elif isinstance(node, Assign):
         yield node.lhs
-        yield from walk_accesses(node.rhs)
+        yield from _walk_accesses(node.rhs)
     elif isinstance(node, (Loop, Sieve)):
-        yield from walk_accesses(node.body)
+        yield from _walk_accesses(node.body)
     elif isinstance(node, Block):
         for s in node.stmts:
-            yield from walk_accesses(s)
+            yield from _walk_accesses(s)
 
 
 def map_accesses(node, fn):
-    """Rebuild a tree with fn(access) substituted for every Access (fn may return any expression)."""
+    """Rebuild a tree with fn(access) substituted for every Access (fn may return any expression).
+    fn runs once per access object, so a shared access stays shared (and a looplet pass emits
+    its code once)."""
+    memo = {}
+
+    def once(a):
+        if id(a) not in memo:
+            memo[id(a)] = (a, fn(a))          # the access is kept alive so its id is not reused
+        return memo[id(a)][1]
+    return _map_accesses(node, once)
+
+
+def _map_accesses(node, fn):
     if isinstance(node, Access):
         return fn(node)
     if isinstance(node, Call):
-        return Call(node.op, tuple(map_accesses(a, fn) for a in node.args))
+        return Call(node.op, tuple(_map_accesses(a, fn) for a in node.args))
     if isinstance(node, Assign):
-        return node.with_(lhs=map_accesses(node.lhs, fn), rhs=map_accesses(node.rhs, fn))
+        return node.with_(lhs=_map_accesses(node.lhs, fn), rhs=_map_accesses(node.rhs, fn))
     if isinstance(node, Loop):
-        return Loop(node.idx, node.ext, map_accesses(node.body, fn))
+        return Loop(node.idx, node.ext, _map_accesses(node.body, fn))
     if isinstance(node, Sieve):
-        return Sieve(node.cond, map_accesses(node.body, fn))
+        return Sieve(node.cond, _map_accesses(node.body, fn))
     if isinstance(node, Block):
-        return Block([map_accesses(s, fn) for s in node.stmts])
+        return Block([_map_accesses(s, fn) for s in node.stmts])
     return node
 
 

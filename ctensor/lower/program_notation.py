@@ -103,30 +103,41 @@ def root_cover(plan, vlevels, tiling):
     return cover
 
 
-def notation(e, roots, svals, kinds, tiling=None, cover=None):
+def notation(e, roots, svals, kinds, tiling=None, cover=None, memo=None):
+    """The notation of expression `e`.  Equal accesses (same tensor, index expressions and ~)
+    become one shared Access (`memo`), read through one cursor."""
+    if memo is None:
+        memo = {}
+    if isinstance(e, EAccess):
+        if e not in memo:
+            memo[e] = _access(e, roots, svals, kinds, tiling, cover)
+        return memo[e]
     if isinstance(e, ELit):
         return Lit(e.value)
     if isinstance(e, EScalar):
         return svals[e.name]
     if isinstance(e, EIndex):
         return Idx(e.name, "int" if kinds[e.name] == "int" else "float")
-    if isinstance(e, EAccess):
-        root = roots[e.tensor]
-        maps = {}
-        for depth, (x, dim, perm) in enumerate(zip(e.idxs, e.dims, e.permissive or (False,) * len(e.dims))):
-            m = dim_map(dim, x, perm, svals, kinds)
-            if not m.identity:
-                maps[depth] = m
-        idxs = e.idxs
-        covered = frozenset() if cover is None else cover(e.tensor, idxs, maps)
-        if tiling is not None:
-            idxs = tile_access_idxs(tiling, e.tensor, idxs)
-            k = tiling.depth.get(e.tensor, 0)
-            # a grid level sits in the frame of the mode it bins: the same map applies to both
-            maps = {(d + k): m for d, m in maps.items()} | {d: m for d, m in maps.items() if d < k}
-        if maps:
-            root = VAffine(root, maps)
-        return Access(Fiber(root, b.i64(0)), idxs, e.tensor, covered=covered)
     if isinstance(e, ECall):
-        return Call(e.op, tuple(notation(a, roots, svals, kinds, tiling, cover) for a in e.args))
+        return Call(e.op, tuple(notation(a, roots, svals, kinds, tiling, cover, memo) for a in e.args))
     raise InvalidProgramError(f"unsupported expression {e!r}")
+
+
+def _access(e, roots, svals, kinds, tiling, cover):
+    """One access: a fiber of its tensor's root level, through its affine maps."""
+    root = roots[e.tensor]
+    maps = {}
+    for depth, (x, dim, perm) in enumerate(zip(e.idxs, e.dims, e.permissive or (False,) * len(e.dims))):
+        m = dim_map(dim, x, perm, svals, kinds)
+        if not m.identity:
+            maps[depth] = m
+    idxs = e.idxs
+    covered = frozenset() if cover is None else cover(e.tensor, idxs, maps)
+    if tiling is not None:
+        idxs = tile_access_idxs(tiling, e.tensor, idxs)
+        k = tiling.depth.get(e.tensor, 0)
+        # a grid level sits in the frame of the mode it bins: the same map applies to both
+        maps = {(d + k): m for d, m in maps.items()} | {d: m for d, m in maps.items() if d < k}
+    if maps:
+        root = VAffine(root, maps)
+    return Access(Fiber(root, b.i64(0)), idxs, e.tensor, covered=covered)

@@ -29,10 +29,12 @@ def to_pieces(t: ct.Tensor) -> PieceTensor:
     return PieceTensor(dims, pieces, t.fill, shape)
 
 
-def oracle(text, semiring=None, **args):
+def oracle(text, semiring=None, measures=None, **args):
+    """The reference interpreter on ct tensors; `measures`: user measures by name, as Python
+    functions f(lo, hi) (an implementation independent of the compiled ct.Measure)."""
     tensors = {k: to_pieces(v) for k, v in args.items() if isinstance(v, ct.Tensor)}
-    scalars = {k: v for k, v in args.items() if not isinstance(v, ct.Tensor)}
-    return evaluate(text, tensors, scalars or None, semiring)
+    scalars = {k: v for k, v in args.items() if not isinstance(v, (ct.Tensor, ct.Measure))}
+    return evaluate(text, tensors, scalars or None, semiring, measures)
 
 
 def close(a, b, tol=1e-9):

@@ -27,6 +27,8 @@ from ..lower.ops import RANK, REDUCTIONS, SEMIRINGS
 from .affine import NotAffine, coef_poly, form, names_in_order, rebind_access
 from .affine import scalar_names as dim_scalar_names
 from .nodes import EAccess, ECall, EIndex, ELit, EScalar, Einsum
+from .measure import Measure
+from .parser import MEASURES
 
 
 @dataclass
@@ -144,9 +146,11 @@ def _map_accesses(e, f):
     return e
 
 
-def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_scalars=True) -> FrontEnd:
+def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_scalars=True,
+              user_measures=None) -> FrontEnd:
     """Bind names, dimensionalize, and pick measures and the reduction operator (module docstring).
-    tensors: name -> object with `.levels()`; scalars: the names passed as scalars.  Raises
+    tensors: name -> object with `.levels()`; scalars: the names passed as scalars; user_measures:
+    name -> `ct.Measure`, for the names in d(...) other than lebesgue, counting, boolean.  Raises
     InvalidProgramError."""
     for acc in accesses(es.rhs):
         if acc.tensor not in tensors:
@@ -191,7 +195,7 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
         if i in es.out_idxs:
             continue
         if i in es.measures:
-            measures[i] = es.measures[i]
+            measures[i] = _measure(es.measures[i], i, es.text, user_measures or {})
         elif kinds[i] == "int":
             measures[i] = "counting"
         else:
@@ -207,6 +211,15 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
         raise InvalidProgramError("the boolean measure needs an idempotent semiring: pass semiring='or' "
                                   "(or 'min'/'max')")
     return FrontEnd(rhs, kinds, source, measures, op)
+
+
+def _measure(name, i, text, user):
+    if name in MEASURES:
+        return name
+    if name in user:
+        return user[name]
+    raise InvalidProgramError(f"unknown measure {name!r} for {i!r} in {text!r}: use one of {MEASURES}, or pass "
+                              f"{name}=ct.Measure('<weight of lo and hi>')")
 
 
 def _check_lowerable(rhs, kinds, text, tensors, scalars):
@@ -289,14 +302,15 @@ def check_order(order):
     return order
 
 
-def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=None, assume_valid=False) -> Plan:
+def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=None, assume_valid=False,
+              measures=None) -> Plan:
     """tensors: name -> object with `.levels()` (root level first) and `.leaf_kind`.
 
     Runs the front end, then the validity check (`ctensor.analysis.validity`, continuous paper
     §4.3), then rejects forms the lowering does not implement.  Raises InvalidProgramError
     (`ValidityUnknown` when z3 cannot decide validity and assume_valid is False)."""
     from ..analysis.validity import check_program   # analysis builds on lang: import at use
-    fe = front_end(es, tensors, scalars, semiring)
+    fe = front_end(es, tensors, scalars, semiring, user_measures=measures)
     fe.rhs = _logical(fe.rhs, tensors, scalars, fe.kinds)
     verdict = check_program(fe.rhs, tensors, fe.kinds, fe.measures, fe.op, es.text, assume_valid=assume_valid)
     rhs, kinds, source, measures, op = fe.rhs, fe.kinds, fe.source, fe.measures, fe.op
@@ -304,7 +318,8 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     rk = value_kind(rhs, tensors, scalars, kinds)
     if op == "+":
         if measures:
-            out_kind = "float" if rk == "float" or "lebesgue" in measures.values() else "int"
+            out_kind = "float" if rk == "float" or any(m == "lebesgue" or isinstance(m, Measure)
+                                                       for m in measures.values()) else "int"
         else:
             out_kind = rk
             if rk == "bool":

@@ -138,6 +138,11 @@ def collapse(ctx, loop: Loop):
             return a                       # idx is an output index whose write took the whole run
         rest = {k: v for k, v in a.measures.items() if k != idx}
         a2 = a.with_(measures=rest)
+        if not isinstance(m, str):                  # a user measure (`lang.measure.Measure`)
+            w = weight("w", lambda: user_weight(ctx, m, ext))
+            if a.op == "+":
+                return a2.with_(rhs=Call("wmul", (Val(w, "float"), a.rhs)))
+            return Sieve(b.lt(b.f64(0.0), w), a2)   # idempotent: once, where the weight is positive
         if a.op == "+":
             if m == "lebesgue":
                 if not ext.continuous:
@@ -158,6 +163,16 @@ def collapse(ctx, loop: Loop):
 
     # the loops of a tile loop's body run over this piece of it (`lower.tile`)
     lower_piece(ctx, map_assigns(loop.body, f), idx, ext, lower)
+
+
+def user_weight(ctx, m, ext):
+    """f64 IR: the weight of a user measure `m` (`ct.Measure`) on the extent, from its bounds
+    (ε dropped; ints on an integer index)."""
+    from .program_notation import notation
+    k = "float" if ext.continuous else "int"
+    bounds = {"lo": Val(ext.start.v, k), "hi": Val(ext.stop.v, k)}
+    e = notation(m.expr, None, bounds, {})
+    return to_ir(ctx, e, "float")
 
 
 def _pinned(ctx, idx, a: Assign):

@@ -10,7 +10,7 @@ from ..formats.level import Level, as_flag
 from ..formats.tensor import Tensor, check_nest
 from ..analysis.guards import enabled_by_default
 from ..lang.program import check_order
-from .kernel import Kernel, split_args
+from .kernel import Kernel, split_args, user_measures
 from .output_format import check_output_shape
 
 _CACHE: dict = {}
@@ -42,8 +42,9 @@ def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=No
         raise TypeError(f"semiring= must be a str such as '+', 'min' or '(min,+)', got {semiring!r}")
     as_flag(assume_valid, "assume_valid")
     guards = enabled_by_default() if prove_guards is None else as_flag(prove_guards, "prove_guards")
+    ms = tuple(sorted((k, m.weight) for k, m in user_measures(kwargs).items()))
     return (" ".join(text.split()), fmt, sk, semiring, tuple(order) if order is not None else None, of,
-            bool(assume_valid), guards)
+            bool(assume_valid), guards, ms)
 
 
 def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=False, prove_guards=None,
@@ -54,7 +55,8 @@ def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=Fals
     ----------
     text : str
         ``Out[i, ...] = expr * d(j, ...; measure, ...)`` (continuous paper Fig. 2).  Measures:
-        lebesgue, counting, boolean.
+        lebesgue, counting, boolean, or the name of a `ct.Measure` passed as a keyword argument
+        (a user measure: a weight of the partition's bounds, ``m=ct.Measure("hi**2 - lo**2")``).
     semiring : '+' (default), 'or', 'min', 'max' (or a paper name such as '(min,+)'): the reduction
         operator ⊕, whose identity is the output's fill value.  Default 'or' when every measure is
         boolean.
@@ -66,7 +68,7 @@ def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=Fals
     prove_guards : remove the interval guards z3 proves always true or false (continuous paper
         §6.3, Fig. 19; `ctensor.analysis.guards`).  Default: on, unless the environment variable
         CTENSOR_PROVE_GUARDS is 0.  Results never depend on it; only the generated code does.
-    **tensors : ct.Tensor arguments and named numeric scalars.
+    **tensors : ct.Tensor arguments, named numeric scalars and named user measures (ct.Measure).
 
     Returns a `Kernel`, reusable for any tensors of the same formats.
 

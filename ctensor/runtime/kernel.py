@@ -23,6 +23,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.printer import format_function
 from ..ir.types import F64, I8, I64, PtrType
+from ..lang.measure import Measure
 from ..lang.parser import parse
 from ..lang.affine import form
 from ..lang.program import accesses, make_plan, scalar_names
@@ -48,8 +49,12 @@ POINTWISE_SPLIT = 4
 
 
 def split_args(kwargs):
+    """(tensors, scalars) of the keyword arguments; user measures (`ct.Measure`) are skipped
+    (`user_measures`)."""
     tensors, scalars = {}, {}
     for k, v in kwargs.items():
+        if isinstance(v, Measure):
+            continue
         if isinstance(v, Tensor):
             tensors[k] = v
         elif isinstance(v, (bool, np.bool_)):
@@ -59,8 +64,13 @@ def split_args(kwargs):
         elif isinstance(v, (float, np.floating)):
             scalars[k] = (float(v), "float")
         else:
-            raise TypeError(f"argument {k!r} must be a ct.Tensor or a number, got {type(v).__name__}")
+            raise TypeError(f"argument {k!r} must be a ct.Tensor, a number or a ct.Measure, got {type(v).__name__}")
     return tensors, scalars
+
+
+def user_measures(kwargs) -> dict:
+    """The `ct.Measure` keyword arguments: name -> Measure (named in d(...))."""
+    return {k: v for k, v in kwargs.items() if isinstance(v, Measure)}
 
 
 def _read_args(es, plan, tensors, scalars):
@@ -120,9 +130,11 @@ class Kernel:
         self.merge_output = merge_output
         self.prove_guards = enabled_by_default() if prove_guards is None else bool(prove_guards)
         tensors, scalars = split_args(kwargs)
+        self._measures = user_measures(kwargs)     # kept for sibling kernels, whose calls omit them
         es = parse(text)
         self.text, self.es = text, es
-        self.plan = plan = make_plan(es, tensors, scalars, semiring, order, assume_valid=assume_valid)
+        self.plan = plan = make_plan(es, tensors, scalars, semiring, order, assume_valid=assume_valid,
+                                     measures=self._measures)
         tensors, scalars = _read_args(es, plan, tensors, scalars)
         self.formats = {k: t.level.format_key() for k, t in tensors.items()}
         # for a sibling kernel: tensors of these formats whose data facts differ (`_sibling`)
@@ -286,7 +298,7 @@ class Kernel:
         sig = tuple(sorted(keys.items()))
         k = self._siblings.get(sig)
         if k is None:
-            k = self._siblings[sig] = Kernel(self.text, kwargs, **self._options)
+            k = self._siblings[sig] = Kernel(self.text, {**self._measures, **kwargs}, **self._options)
         return k
 
     def check(self, tensors, scalars):
@@ -342,6 +354,10 @@ class Kernel:
     def pack(self, **kwargs) -> "PackedCall":
         """Check the arguments and build the int64 argument block of one call (see `PackedCall`)."""
         tensors, scalars = split_args(kwargs)
+        for k, m in user_measures(kwargs).items():
+            if k in self._measures and m != self._measures[k]:
+                raise TypeError(f"measure {k!r}: this kernel was compiled for {self._measures[k]!r}, got {m!r}; "
+                                "compile the program again for another measure")
         self.check(tensors, scalars)
         block = np.zeros(len(self.getters), np.int64)
         keep, cells = [], {}
@@ -381,13 +397,15 @@ class Kernel:
             call.release()
             k = self._siblings.get("merged")
             if k is None:
-                k = self._siblings["merged"] = Kernel(self.text, kwargs, **{**self._options, "merge_output": True})
+                k = self._siblings["merged"] = Kernel(self.text, {**self._measures, **kwargs},
+                                                      **{**self._options, "merge_output": True})
             return k(**kwargs)
         out = call.finish(status)
         if self.split_sums and not _all_finite(out):
             k = self._siblings.get("pointwise")
             if k is None:
-                k = self._siblings["pointwise"] = Kernel(self.text, kwargs, **self._options, split_sums=False)
+                k = self._siblings["pointwise"] = Kernel(self.text, {**self._measures, **kwargs}, **self._options,
+                                                         split_sums=False)
             return k(**kwargs)
         return out
 

@@ -24,6 +24,7 @@ Rules (raise ValueError otherwise):
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from itertools import permutations, product
 
 from .endpoints import is_pinpoint
@@ -77,9 +78,14 @@ class NotConstant(ValueError):
 
 
 def evaluate(text: str, tensors: dict, scalars: dict | None = None,
-             semiring: str | None = None) -> Result:
-    """Evaluate einsum `text` on oracle `PieceTensor`s; see the package docstring."""
+             semiring: str | None = None, measures: dict | None = None) -> Result:
+    """Evaluate einsum `text` on oracle `PieceTensor`s; see the package docstring.  `measures`:
+    user measures by name, Python functions f(lo, hi) -> weight of a cell (ε dropped; an int cell c
+    weighs f(c, c)); a measure must be atomless on real axes (f(a, a) = 0), since cells are
+    elementary."""
     prog = parse(text, scalars)
+    if measures:
+        prog = replace(prog, measures=tuple((i, measures.get(m, m)) for i, m in prog.measures))
     nodes = list(walk(prog.expr))
     accesses = list(dict.fromkeys(n for n in nodes if isinstance(n, Access)))
     _check_tensors(accesses, tensors)

@@ -59,7 +59,7 @@ def check_semiring(name: str, measures) -> str:
     """Resolve the default and check the semiring/measure combination; return the semiring."""
     ms = [m for _, m in measures]
     for m in ms:
-        if m not in MEASURES:
+        if m not in MEASURES and not callable(m):
             raise ValueError(f"unknown measure {m!r}; expected one of {MEASURES}")
     if name is None:
         name = "or" if ms and all(m == "boolean" for m in ms) else "+"
@@ -73,6 +73,10 @@ def check_semiring(name: str, measures) -> str:
 def weight(measure: str, kind: str, cell, isolated: bool = True) -> float:
     """Measure of one elementary cell (a Limit interval for real axes, int or OTHER for int axes);
     `isolated`: the Fig. 5 partition holding a pinpoint cell is that pinpoint along this axis."""
+    if callable(measure):            # a user measure: f(lo, hi) of the cell's bounds, ε dropped
+        if kind == "int":
+            return math.inf if cell is OTHER else float(measure(cell, cell))
+        return float(measure(cell[0][0], cell[1][0]))
     if kind == "int":
         if measure == "lebesgue":
             raise ValueError("the lebesgue measure is not defined on an int index")

@@ -98,3 +98,17 @@ def test_outer_run_list_point_gap():
     A = nest(605291690, ["SRL", "SIi", "P"])
     text = "O[i] = (1 - A[x, i]) * d(x; counting)"
     assert ct.einsum(text, A=A).to_numpy().tolist() == [oracle(text, A=A).at(i) for i in range(4)]
+
+
+def test_a_point_run_of_another_tensor_counts_for_every_id():
+    """B's own pinpoint [0, 0] (a closed run of a 1-D run list) counts for every id, also for the
+    id that P does not store there (a helper's hunt; the first version of the fix dropped it)."""
+    P = ct.points(np.array([[0.0], [5.0]]))
+    B = ct.intervals([0.0], [0.0], values=[3.0], closed="both")
+    for text in ("C[j] = (B[x] + P[x, j]) * d(x; counting)", "C[j] = max(B[x], P[x, j]) * d(x; counting)"):
+        ref = oracle(text, P=P, B=B)
+        assert ct.einsum(text, P=P, B=B).to_numpy().tolist() == [ref.at(j) for j in range(2)]
+    P2 = ct.points(np.array([[0.0, 0.0], [5.0, 5.0]]))
+    text = "C[j] = (B[x] * B[y] + P2[x, y, j]) * d(x, y; counting, counting)"
+    ref = oracle(text, P2=P2, B=B)
+    assert ct.einsum(text, P2=P2, B=B).to_numpy().tolist() == [ref.at(j) for j in range(2)] == [10.0, 10.0]

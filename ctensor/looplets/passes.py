@@ -169,9 +169,8 @@ def _pin_tails(ctx, loop, is_spike):
     """Tag the spikes whose tail is a stored pinpoint of an outer level (fill on its left, inner
     levels still to read) with `Access.pins`, and say whether the tail point is a pinpoint for
     every inner coordinate (`sure`, an i1; None: as the enclosing spike or phase said): another
-    spike is a leaf or has a stored left part, or an enclosing phase is a point piece
-    (`_point_phases`).  A point cut by one-sided bounds only (the closed end of an interval) is
-    not one.  The counting measure then counts the point where `sure` or a tagged access stores
+    spike is a leaf or has a stored left part, an enclosing phase is a point piece
+    (`_point_phases`), or the extent was a point already.  The counting measure then counts the point where `sure` or a tagged access stores
     its inner coordinates (`lower.lowerer.collapse`); paper §4.2, Fig. 5, and the oracle's
     `_isolated`: a pinpoint of the slice, whatever the level order."""
     ext, outer = loop.ext, ctx.pin_sure.get(loop.idx)
@@ -185,7 +184,9 @@ def _pin_tails(ctx, loop, is_spike):
         return loop, outer
     body = map_accesses(loop.body, lambda a: replace(a, pins=a.pins | {loop.idx}) if any(a is t for t in tagged)
                         else a)
-    return Loop(loop.idx, ext, body), b.FALSE if outer is None else outer
+    # an extent that is a point already was cut so by other accesses (a [c, c] run of a 1-D
+    # tensor); that a one-sided bound (the closed end of an interval) cut it is not told apart
+    return Loop(loop.idx, ext, body), ext.is_pinpoint() if outer is None else outer
 
 
 def run_pass(ctx, loop):

@@ -166,7 +166,8 @@ def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.Da
     missing = dj < 0
     left = q.iloc[qi].reset_index(drop=True)
     right = idx.frame.reset_index(drop=True)
-    right = right.astype({c: _nullable(right[c].dtype) for c in right.columns if pd.api.types.is_integer_dtype(right[c])})
+    right = right.astype({c: _nullable(right[c].dtype) for c in right.columns
+                          if pd.api.types.is_integer_dtype(right[c])})
     # label -1 is absent: a missing data interval becomes a row of <NA>
     right = right.reindex(np.where(missing, -1, dj)).reset_index(drop=True).add_suffix("_")
     out = pd.concat([left, right], axis=1)

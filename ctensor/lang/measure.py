@@ -12,6 +12,7 @@ import ast
 
 from ..errors import InvalidProgramError
 from .nodes import ECall, EScalar
+from .parser import _expr
 
 
 class Measure:
@@ -38,7 +39,6 @@ class Measure:
     """
 
     def __init__(self, weight: str):
-        from .parser import _expr
         if not isinstance(weight, str):
             raise TypeError(f"ct.Measure(weight) takes an expression of lo and hi as a str, got {weight!r}")
         try:

@@ -11,6 +11,7 @@ covered fiber is walked without tests, and a point is tested once).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import reduce
 
 from ..errors import InvalidProgramError
 from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_lt, lim_min
@@ -128,9 +129,7 @@ def _point_phases(ctx, loop):
              if a.tns.start is not None and a.tns.stop is not None]
     if not tests:
         return None
-    out = tests[0]
-    for t in tests[1:]:
-        out = b.lor(out, t)
+    out = reduce(b.lor, tests)
     outer = ctx.pin_sure.get(loop.idx)
     return out if outer is None else b.lor(outer, out)
 
@@ -170,9 +169,10 @@ def _pin_tails(ctx, loop, is_spike):
     levels still to read) with `Access.pins`, and say whether the tail point is a pinpoint for
     every inner coordinate (`sure`, an i1; None: as the enclosing spike or phase said): another
     spike is a leaf or has a stored left part, an enclosing phase is a point piece
-    (`_point_phases`), or the extent was a point already.  The counting measure then counts the point where `sure` or a tagged access stores
-    its inner coordinates (`lower.lowerer.collapse`); paper §4.2, Fig. 5, and the oracle's
-    `_isolated`: a pinpoint of the slice, whatever the level order."""
+    (`_point_phases`), or the extent was a point already.  The counting measure then counts the
+    point where `sure` or a tagged access stores its inner coordinates (`lower.lowerer.collapse`);
+    paper §4.2, Fig. 5, and the oracle's `_isolated`: a pinpoint of the slice, whatever the level
+    order."""
     ext, outer = loop.ext, ctx.pin_sure.get(loop.idx)
     if not ext.continuous:
         return loop, outer

@@ -19,6 +19,7 @@ from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Looplet, Run, V
 from .notation import (Access, Assign, Block, Call, Lit, Loop, ScalarOut, Sieve, Val, map_accesses,
                        map_assigns, subst_index, uses_index, walk_accesses, walk_assigns)
 from .ops import REDUCTIONS, combine, convert, kind, to_ir
+from .program_notation import notation
 from .simplify import MAYBE, simplify
 from .tile import lower_piece
 
@@ -168,7 +169,6 @@ def collapse(ctx, loop: Loop):
 def user_weight(ctx, m, ext):
     """f64 IR: the weight of a user measure `m` (`ct.Measure`) on the extent, from its bounds
     (ε dropped; ints on an integer index)."""
-    from .program_notation import notation
     k = "float" if ext.continuous else "int"
     bounds = {"lo": Val(ext.start.v, k), "hi": Val(ext.stop.v, k)}
     e = notation(m.expr, None, bounds, {})

@@ -7,8 +7,8 @@ output position, and the reduction is + with either
   infinities; `lower.program_notation.counting_additive` checks the pinpoints), or
 - floats and Lebesgue or counting measures on the real indices (counting: pinned as for
   integers): exact up to rounding while every term's integral is finite.  Terms can cancel
-  pointwise on an unbounded run (1 + -1 over (-inf, 0) is 0, split it is inf - inf), so the caller (`runtime.kernel.Kernel`) recomputes a non-finite result
-  without fission.
+  pointwise on an unbounded run (1 + -1 over (-inf, 0) is 0, split it is inf - inf), so the
+  caller (`runtime.kernel.Kernel`) recomputes a non-finite result without fission.
 Products distribute over sums first (`expanded_terms`: `A*(P0 + P1)` is `A*P0 + A*P1`).
 Each term then lowers on its own: a term whose loop is a single counting stepper collapses to a
 position difference (`ctensor.looplets.count`), and the code grows linearly in the terms instead

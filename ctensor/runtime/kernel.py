@@ -354,7 +354,7 @@ class Kernel:
     def pack(self, **kwargs) -> "PackedCall":
         """Check the arguments and build the int64 argument block of one call (see `PackedCall`)."""
         tensors, scalars = split_args(kwargs)
-        for k, m in user_measures(kwargs).items():
+        for k, m in user_measures(kwargs).items() if self._measures else ():
             if k in self._measures and m != self._measures[k]:
                 raise TypeError(f"measure {k!r}: this kernel was compiled for {self._measures[k]!r}, got {m!r}; "
                                 "compile the program again for another measure")

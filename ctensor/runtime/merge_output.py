@@ -174,7 +174,8 @@ def unmergeable(out_fmt, plan) -> str | None:
     if out_fmt is None:          # (every reduction of lower.ops.SEMIRINGS is in UFUNCS)
         return "a scalar output has no coordinates to merge"
     modes, leaf = out_fmt.modes(), out_fmt.levels()[-1]
-    if not all(isinstance(lv, (Dense, SparseByteMap)) for lv in modes[:-1]) or not isinstance(modes[-1], (SparseList, SparseRunList)):
+    if not all(isinstance(lv, (Dense, SparseByteMap)) for lv in modes[:-1]) \
+            or not isinstance(modes[-1], (SparseList, SparseRunList)):
         return "only the last output level may be sparse"
     if not isinstance(leaf, (Element, Pattern)) or modes[-1].child is not leaf:
         return "the sparse output level must hold the leaf"

@@ -112,3 +112,66 @@ def test_a_point_run_of_another_tensor_counts_for_every_id():
     text = "C[j] = (B[x] * B[y] + P2[x, y, j]) * d(x, y; counting, counting)"
     ref = oracle(text, P2=P2, B=B)
     assert ct.einsum(text, P2=P2, B=B).to_numpy().tolist() == [ref.at(j) for j in range(2)] == [10.0, 10.0]
+
+
+def test_an_annihilated_tagged_access_still_decides_the_point():
+    """P's product with B's fill 0 drops P's value, not its partition: x = 7 is a pinpoint of slice
+    j = 1 only (a helper's hunt: ctensor counted it for j = 0 too and gave [2, 2]); and two point
+    tensors under min count only the x each id stores (ctensor gave [0, 0])."""
+    P = ct.points(np.array([[-3.0], [7.0]]))
+    B = ct.intervals([-3.0], [-1.0], values=[2.0], closed="neither")
+    for text in ("C[j] = ((P[x, j] == 0) * B[x] + 1) * d(x; counting)",
+                 "C[j] = ((1 - P[x, j]) * B[x] + 1) * d(x; counting)"):
+        assert ct.einsum(text, P=P, B=B).to_numpy().tolist() == [1.0, 1.0] == \
+            [oracle(text, P=P, B=B).at(j) for j in range(2)]
+    leaf = lambda vals, ptr, idx: ct.SparseList(ct.Element(0.0, val=np.array(vals)), np.array(ptr), np.array(idx),
+                                                shape=2)
+    P2 = ct.Tensor(ct.SparsePoint(leaf([3.0], [0, 1], [1]), np.array([2.0])))       # x = 2 for id 1
+    Q2 = ct.Tensor(ct.SparsePoint(leaf([1.0, 1.0], [0, 2], [0, 1]), np.array([-1.0])))  # x = -1, ids 0, 1
+    text = "C[j] = ((P[x, j] == 0) & Q[x, j]) * d(x; counting)"
+    assert ct.einsum(text, semiring="min", P=P2, Q=Q2).to_numpy().tolist() == [1.0, 0.0] == \
+        [float(oracle(text, semiring="min", P=P2, Q=Q2).at(j)) for j in range(2)]
+
+
+ONE_SIDED = {"closed end": ct.intervals([-3.0], [0.0], values=[2.0], closed="both"),          # [-3, 0]
+             "closed start": ct.intervals([0.0], [2.0], values=[2.0], closed="both"),         # [0, 2]
+             "half-open runs": ct.intervals([-3.0, 0.0], [0.0, 2.0], values=[2.0, 3.0], closed="left"),
+             "gap point": ct.intervals([-3.0, 0.0], [0.0, 2.0], values=[2.0, 3.0], closed="neither"),
+             "point run": ct.intervals([-3.0, 0.0], [-1.0, 0.0], values=[2.0, 3.0], closed="both")}
+
+
+@pytest.mark.parametrize("kind", list(ONE_SIDED))
+@pytest.mark.parametrize("sr", [None, "min", "max"])
+def test_a_bound_of_another_tensor_at_a_stored_point(kind, sr):
+    """P stores x = 0 for id 0 only; B has a bound at 0.  x = 0 is a pinpoint of slice 1 only when
+    B's own pieces isolate it (a gap point, a [0, 0] run), not when one of B's pieces merely starts
+    or ends there (ctensor counted a piece starting at 0 for every id: 'closed start', 'half-open
+    runs')."""
+    P = ct.points(np.array([[0.0], [7.0]]))
+    B = ONE_SIDED[kind]
+    for text in ("C[j] = (1 - P[x, j]) * (B[x] + 1) * d(x; counting)", "C[j] = (B[x] + P[x, j]) * d(x; counting)",
+                 "C[j] = max(B[x], P[x, j]) * d(x; counting)"):
+        ref = oracle(text, semiring=sr, P=P, B=B)
+        assert ct.einsum(text, semiring=sr, P=P, B=B).to_numpy().tolist() == [float(ref.at(j)) for j in range(2)]
+
+
+def test_two_tensors_whose_one_sided_bounds_meet_at_a_stored_point():
+    """B ends at 0 and D starts at 0: their pieces intersect in {0}, a pinpoint of every slice."""
+    P = ct.points(np.array([[0.0], [7.0]]))
+    B, D = ONE_SIDED["closed end"], ONE_SIDED["closed start"]
+    text = "C[j] = (1 - P[x, j]) * (B[x] + D[x] + 1) * d(x; counting)"
+    ref = [oracle(text, P=P, B=B, D=D).at(j) for j in range(2)]
+    assert ct.einsum(text, P=P, B=B, D=D).to_numpy().tolist() == ref == [0.0, 5.0]
+
+
+@examples(5)
+@given(seeds, st.sampled_from(POINT_LEVELS), st.sampled_from(INT_LEVELS), st.sampled_from(["E", "P"]),
+       st.sampled_from(REAL_LEVELS), st.sampled_from(REAL_LEVELS))
+def test_outer_pinpoint_level_with_two_1d_tensors(seed, kp, ki, leaf, kb, kd):
+    P = nest(seed, [kp, ki, leaf])                                    # P[x, j]
+    B, D = nest(seed + 3, [kb, "E"]), nest(seed + 5, [kd, "E"])
+    for text, sr in [("C[j] = ((P[x, j] == 0) * B[x] + 1) * d(x; counting)", None),
+                     ("C[j] = (B[x] + P[x, j] + D[x]) * d(x; counting)", "min"),
+                     ("C[j] = (1 - P[x, j]) * (B[x] + D[x] + 1) * d(x; counting)", None),
+                     ("C[j] = (B[x] * D[x] + 1 - P[x, j]) * d(x; counting)", None)]:
+        _check(text, sr, P=P, B=B, D=D)

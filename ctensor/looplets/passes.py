@@ -11,7 +11,6 @@ covered fiber is walked without tests, and a point is tested once).
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import reduce
 
 from ..errors import InvalidProgramError
 from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_lt, lim_min
@@ -24,6 +23,7 @@ from .count import try_count_collapse
 from .extremum import try_extremum_collapse
 from .nodes import (AcceptRun, FillLeaf, Lookup, Phase, Pinpoint, Run, Sequence, Spike, Stepper, Switch,
                     Thunk, Walk)
+from .pins import phase_cuts, pin_tails
 from .truncate import truncate
 
 
@@ -114,24 +114,8 @@ def phase_pass(ctx, loop):
     # inside the guard the stop is known to be above -inf (nonempty() checked it)
     sub = Extent(sub.start, SymLimit(sub.stop.v, sub.stop.e, True), sub.continuous)
     body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Phase), lambda a: a.tns.body(ctx, sub), sub)
-    with ctx.pinning(loop.idx, _point_phases(ctx, loop)):
+    with ctx.cutting(loop.idx, phase_cuts(loop)):
         ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)), prove=True)
-
-
-def _point_phases(ctx, loop):
-    """i1, or None when there is none: some phase at this loop is a single point between its own
-    stored bounds (a closed [c, c] piece, or a fill point between two open ones).  That access
-    changes on both sides of the point, which is then a pinpoint for every inner coordinate of a
-    tagged spike there (`_pin_tails`)."""
-    if not loop.ext.continuous:
-        return None
-    tests = [lim_eq(a.tns.start, a.tns.stop) for a in _accesses(loop, Phase)
-             if a.tns.start is not None and a.tns.stop is not None]
-    if not tests:
-        return None
-    out = reduce(b.lor, tests)
-    outer = ctx.pin_sure.get(loop.idx)
-    return out if outer is None else b.lor(outer, out)
 
 
 def sequence_pass(ctx, loop):
@@ -158,35 +142,10 @@ def spike_pass(ctx, loop):
         body = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.body), body_ext)
         ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, body_ext, body)), prove=True)
     tail_ext = Extent(ext.stop, ext.stop, ext.continuous)
-    loop, sure = _pin_tails(ctx, loop, is_spike)
+    loop, sure = pin_tails(ctx, loop, is_spike)
     tail = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.tail), tail_ext)
     with ctx.pinning(loop.idx, sure):
         lower(ctx, Loop(loop.idx, tail_ext, tail))
-
-
-def _pin_tails(ctx, loop, is_spike):
-    """Tag the spikes whose tail is a stored pinpoint of an outer level (fill on its left, inner
-    levels still to read) with `Access.pins`, and say whether the tail point is a pinpoint for
-    every inner coordinate (`sure`, an i1; None: as the enclosing spike or phase said): another
-    spike is a leaf or has a stored left part, an enclosing phase is a point piece
-    (`_point_phases`), or the extent was a point already.  The counting measure then counts the
-    point where `sure` or a tagged access stores its inner coordinates (`lower.lowerer.collapse`);
-    paper §4.2, Fig. 5, and the oracle's `_isolated`: a pinpoint of the slice, whatever the level
-    order."""
-    ext, outer = loop.ext, ctx.pin_sure.get(loop.idx)
-    if not ext.continuous:
-        return loop, outer
-    spikes = [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and is_spike(a) and not a.probe]
-    tagged = [a for a in spikes if isinstance(a.tns.body, FillLeaf) and len(a.idxs) > 1]
-    if len(tagged) < len(spikes):
-        return loop, b.TRUE
-    if not tagged:
-        return loop, outer
-    body = map_accesses(loop.body, lambda a: replace(a, pins=a.pins | {loop.idx}) if any(a is t for t in tagged)
-                        else a)
-    # an extent that is a point already was cut so by other accesses (a [c, c] run of a 1-D
-    # tensor); that a one-sided bound (the closed end of an interval) cut it is not told apart
-    return Loop(loop.idx, ext, body), ext.is_pinpoint() if outer is None else outer
 
 
 def run_pass(ctx, loop):
@@ -245,7 +204,9 @@ def stepper_pass(ctx, loop):
         chunks = {acc: truncate(acc.tns.chunk(ctx), Extent(i0, stops[acc], ext.continuous), step)
                   for acc in steppers}
         new = _rewrite(ctx, loop, lambda a: a in chunks, lambda a: chunks[a], step)
-        lower(ctx, Loop(loop.idx, step, new))
+        cuts = [(acc.name, "stop", stops[acc]) for acc in steppers] if ext.continuous else []
+        with ctx.cutting(loop.idx, cuts):
+            lower(ctx, Loop(loop.idx, step, new))
         for acc in steppers:
             acc.tns.next(ctx, ctx.let(lim_eq(stops[acc], step_stop), acc.name + "_full"))
         nxt = ext.plus_unit(step_stop)
@@ -379,11 +340,12 @@ def pinpoint_pass(ctx, loop):
         return
     point = Extent(pt.coord, pt.coord, ext.continuous)
     new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(pt.body), point)
-    if loop.idx in acc.covered:      # coord is known to lie in the extent (a whole grid cell)
-        lower(ctx, Loop(loop.idx, point, new))
-        return
-    inside = b.land(lim_le(ext.start, pt.coord), lim_le(pt.coord, ext.stop))
-    ctx.if_(inside, lambda: lower(ctx, Loop(loop.idx, point, new)), prove=True)
+    go = lambda: lower(ctx, Loop(loop.idx, point, new))
+    with ctx.cutting(loop.idx, [(acc.name, "start", pt.coord), (acc.name, "stop", pt.coord)] if ext.continuous else []):
+        if loop.idx in acc.covered:      # coord is known to lie in the extent (a whole grid cell)
+            go()
+        else:
+            ctx.if_(b.land(lim_le(ext.start, pt.coord), lim_le(pt.coord, ext.stop)), go, prove=True)
 
 
 def _alone(loop, acc) -> bool:

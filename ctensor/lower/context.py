@@ -7,11 +7,14 @@ mutable variables, growable buffers and the galloping/binary search used by `see
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import reduce
 
 from ..analysis.guards import GuardProver
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I1, I64, PtrType, ScalarType
+from ..extents import lim_eq
 
 
 # positions a forward search from a finger scans one by one before it gallops
@@ -32,9 +35,12 @@ class Context:
         self.unordered_output = False
         self.union_reads = False        # some access is read by the union protocol (`formats.run_union`)
         self.whole_splits = 0           # depth of "whole fiber" versions in the body being lowered
-        # real index -> i1: the extent being lowered is a pinpoint for every inner coordinate
-        # (`looplets.passes.spike_pass`; read by `lower.lowerer.collapse` under counting)
+        # real index -> i1 or PinTail: the extent being lowered is a pinpoint for every inner
+        # coordinate (`looplets.passes.spike_pass`; read by `lower.lowerer.collapse` under counting)
         self.pin_sure: dict = {}
+        # real index -> [(access name, 'start' | 'stop', SymLimit)]: the own bounds of the phases,
+        # chunks and pinpoints around the extent being lowered, for `looplets.passes._pin_tails`
+        self.pin_cuts: dict = {}
 
     @contextmanager
     def pinning(self, idx: str, sure):
@@ -51,6 +57,22 @@ class Context:
                 del self.pin_sure[idx]
             else:
                 self.pin_sure[idx] = old
+
+    @contextmanager
+    def cutting(self, idx: str, cuts):
+        """Scope in which `pin_cuts[idx]` also holds `cuts`."""
+        stack = self.pin_cuts.setdefault(idx, [])
+        n = len(stack)
+        stack.extend(cuts)
+        try:
+            yield
+        finally:
+            del stack[n:]
+
+    def pin_test(self, idx: str):
+        """i1: the point being collapsed is a pinpoint of index `idx` for every inner coordinate."""
+        sure = self.pin_sure.get(idx, b.TRUE)
+        return sure.test(self.pin_cuts.get(idx, [])) if isinstance(sure, PinTail) else sure
 
     # ---------------------------------------------------------------- names and params
     def fresh(self, hint: str) -> str:
@@ -349,3 +371,19 @@ class GrowBuffer:
             ctx.assign(self.cap, newcap)
 
         ctx.if_(b.lt(ir.Read(self.cap), n), grow)
+
+
+@dataclass(frozen=True)
+class PinTail:
+    """The tail point c of spikes tagged with `Access.pins` (`looplets.passes._pin_tails`): a
+    pinpoint for every inner coordinate when the other accesses cut the partition on both sides of
+    c, so that the intersection of their pieces there is {c} (paper §4.2, Fig. 5).  Decided at the
+    collapse, when the cuts of the accesses still being unfurled at c are known too."""
+    c: object                 # SymLimit
+    tagged: frozenset         # names of the tagged accesses: their own bounds do not cut for all
+    left: object              # i1: the spike's extent started at c, and no tagged phase did
+
+    def test(self, cuts):
+        at_c = lambda side: reduce(b.lor, [lim_eq(lim, self.c) for name, s, lim in cuts
+                                           if s == side and name not in self.tagged], b.FALSE)
+        return b.land(b.lor(self.left, at_c("start")), at_c("stop"))

@@ -185,7 +185,7 @@ def _pinned(ctx, idx, a: Assign):
     access stores a leaf (a presence probe per tagged access), or nowhere when its fill makes the
     body a no-op (x * 0: then the weight does not matter)."""
     tagged = [t for t in walk_accesses(a.rhs) if idx in t.pins]
-    sure = ctx.pin_sure.get(idx, b.TRUE)
+    sure = ctx.pin_test(idx)
     if not tagged or b.is_const(sure, True):
         return a
     fills = {id(t): getattr(getattr(t.tns, "level", None), "fill", None) for t in tagged}

@@ -159,7 +159,9 @@ def _settled(e) -> bool:
 
 
 def _reads(a: Access, keep) -> bool:
-    return any(i in keep for i in a.idxs) or any(uses_index(a, i) for i in keep)
+    # a tagged access (`Access.pins`) has consumed its real index but still tells at the collapse
+    # which inner coordinates the point is a pinpoint of
+    return any(i in keep for i in a.idxs) or bool(a.pins & keep) or any(uses_index(a, i) for i in keep)
 
 
 def _cut(value, dropped, keep):

@@ -110,6 +110,39 @@ def is_guard(rhs, acc: EAccess, fill, op: str) -> bool:
     return v is not _UNKNOWN and not (isinstance(v, float) and math.isnan(v)) and v == REDUCTIONS[op][0]
 
 
+def _reads_term(e, target: EAccess, fill, term) -> tuple:
+    """(value or _UNKNOWN, reads `term`) of `e` where `target` holds `fill`: does the value still
+    depend on the index term there, or does an annihilator or a decided `a if c else b` drop it?"""
+    if e is term:
+        return _UNKNOWN, True
+    if isinstance(e, EAccess):
+        return (fill if e == target else _UNKNOWN), False
+    if isinstance(e, ELit):
+        return e.value, False
+    if not isinstance(e, ECall):
+        return _UNKNOWN, False
+    args = [_reads_term(a, target, fill, term) for a in e.args]
+    vals = [v for v, _ in args]
+    if e.op == "ifelse" and vals[0] is not _UNKNOWN:
+        return args[1] if vals[0] else args[2]
+    for v in vals:
+        if v is not _UNKNOWN and any(v == z for z in ANNIHILATORS.get(e.op, ())):
+            return v, False
+    reads = any(r for _, r in args)
+    if any(v is _UNKNOWN for v in vals) or e.op not in _FOLD:
+        return _UNKNOWN, reads
+    try:
+        return _FOLD[e.op](*vals), reads
+    except (ArithmeticError, ValueError, TypeError):
+        return _UNKNOWN, reads
+
+
+def guards_term(rhs, acc: EAccess, fill, term) -> bool:
+    """True when the right-hand side does not read the index term `term` (a subexpression of it)
+    wherever `acc` is its fill: `x` in `Q[x] * x + A[x]` is read only where Q is stored."""
+    return not _reads_term(rhs, acc, fill, term)[1]
+
+
 # ------------------------------------------------------------------------------- index terms
 def _reads_index(e) -> bool:
     if isinstance(e, EIndex):
@@ -157,22 +190,25 @@ class _Renamer:
         return e
 
 
-def build_pattern(rhs, tensors: dict, kinds: dict, measures: dict, op: str):
-    """(Pattern, Names) of a bound right-hand side (`lang.program.front_end`)."""
+def build_pattern(rhs, tensors: dict, kinds: dict, measures: dict, op: str, term=None):
+    """(Pattern, Names) of a bound right-hand side (`lang.program.front_end`).  With `term` (one of
+    its index terms): the pattern of that term alone, where the pieces of an access that drops it
+    at its fill (`guards_term`) are points too, as the term is read only where the access is
+    stored (a sum `Q[x] * x + A[x]`: x is read on Q's pinpoints only)."""
     rn = _Renamer()
     accs = list(accesses(rhs))
     canon_accs = []
     for acc in accs:
         t = tensors[acc.tensor]
         lvls = t.modes()
-        guard = is_guard(rhs, acc, t.fill, op)
+        guard = is_guard(rhs, acc, t.fill, op) or term is not None and guards_term(rhs, acc, t.fill, term)
         dims = []
         for d, lvl in zip(acc.dims, lvls):
             coefs = tuple((rn.idx(i), rn.poly(c)) for i, c in coef_poly(d).items())
             shape = "point" if guard and getattr(lvl, "pinpoints", False) else "interval"
             dims.append(Dim(shape, coefs, rn.poly(const_poly(d))))
         canon_accs.append(tuple(dims))
-    terms = index_terms(rhs)
+    terms = index_terms(rhs) if term is None else [term]
     canon_terms = tuple(rn.tree(t) for t in terms)
     why = {}
     for name, kind in kinds.items():

@@ -85,6 +85,14 @@ def check_program(rhs, tensors: dict, kinds: dict, measures: dict, op: str, text
     """
     pattern, names = build_pattern(rhs, tensors, kinds, measures, op)
     v = decide(pattern)
+    if v.status == "invalid" and v.failure.kind == "term":
+        # the partitions are boxes (checked first); each index term needs to be constant only where
+        # it is read: check it alone, with the accesses that drop it at their fill as guards
+        for term in names.terms:
+            pattern, names = build_pattern(rhs, tensors, kinds, measures, op, term)
+            v = decide(pattern)
+            if not v.valid:
+                break
     if v.status == "invalid":
         raise InvalidProgramError(_render_invalid(v, names, text))
     if v.status == "unknown":

@@ -341,7 +341,8 @@ def pinpoint_pass(ctx, loop):
     point = Extent(pt.coord, pt.coord, ext.continuous)
     new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(pt.body), point)
     go = lambda: lower(ctx, Loop(loop.idx, point, new))
-    with ctx.cutting(loop.idx, [(acc.name, "start", pt.coord), (acc.name, "stop", pt.coord)] if ext.continuous else []):
+    cuts = [(acc.name, "start", pt.coord), (acc.name, "stop", pt.coord)] if ext.continuous else []
+    with ctx.cutting(loop.idx, cuts):         # the point is a piece of its own (`looplets.pins`)
         if loop.idx in acc.covered:      # coord is known to lie in the extent (a whole grid cell)
             go()
         else:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from functools import reduce
 
 from ..analysis.guards import GuardProver
+from ..extents import lim_eq
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I1, I64, PtrType, ScalarType
-from ..extents import lim_eq
 
 
 # positions a forward search from a finger scans one by one before it gallops
@@ -36,10 +36,10 @@ class Context:
         self.union_reads = False        # some access is read by the union protocol (`formats.run_union`)
         self.whole_splits = 0           # depth of "whole fiber" versions in the body being lowered
         # real index -> i1 or PinTail: the extent being lowered is a pinpoint for every inner
-        # coordinate (`looplets.passes.spike_pass`; read by `lower.lowerer.collapse` under counting)
+        # coordinate (`looplets.pins.pin_tails`; read by `lower.lowerer.collapse` under counting)
         self.pin_sure: dict = {}
         # real index -> [(access name, 'start' | 'stop', SymLimit)]: the own bounds of the phases,
-        # chunks and pinpoints around the extent being lowered, for `looplets.passes._pin_tails`
+        # chunks and pinpoints around the extent being lowered, for `PinTail`
         self.pin_cuts: dict = {}
 
     @contextmanager
@@ -375,7 +375,7 @@ class GrowBuffer:
 
 @dataclass(frozen=True)
 class PinTail:
-    """The tail point c of spikes tagged with `Access.pins` (`looplets.passes._pin_tails`): a
+    """The tail point c of spikes tagged with `Access.pins` (`looplets.pins.pin_tails`): a
     pinpoint for every inner coordinate when the other accesses cut the partition on both sides of
     c, so that the intersection of their pieces there is {c} (paper §4.2, Fig. 5).  Decided at the
     collapse, when the cuts of the accesses still being unfurled at c are known too."""

@@ -78,41 +78,11 @@ _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.
          "and": lambda a, b: a and b, "or": lambda a, b: a or b, "xor": operator.xor}
 
 
-def _at_fill(e, target: EAccess, fill):
-    """Value of `e` where `target` holds `fill` and everything else is unknown; the annihilators are
-    the lowering simplifier's (`lower/simplify.py`), so "not effectual" here means skipped there."""
-    if isinstance(e, EAccess):
-        return fill if e == target else _UNKNOWN
-    if isinstance(e, ELit):
-        return e.value
-    if not isinstance(e, ECall):
-        return _UNKNOWN
-    args = [_at_fill(a, target, fill) for a in e.args]
-    if e.op == "ifelse":             # `a if c else b` (masked values): the taken branch
-        c, a, b = args
-        if c is not _UNKNOWN:
-            return a if c else b
-        return a if a is not _UNKNOWN and a == b and type(a) is type(b) else _UNKNOWN
-    for a in args:
-        if a is not _UNKNOWN and any(a == v for v in ANNIHILATORS.get(e.op, ())):
-            return a
-    if any(a is _UNKNOWN for a in args) or e.op not in _FOLD:
-        return _UNKNOWN
-    try:
-        return _FOLD[e.op](*args)
-    except (ArithmeticError, ValueError, TypeError):
-        return _UNKNOWN
-
-
-def is_guard(rhs, acc: EAccess, fill, op: str) -> bool:
-    """True when the right-hand side is the output fill (⊕'s identity) wherever `acc` is its fill."""
-    v = _at_fill(rhs, acc, fill)
-    return v is not _UNKNOWN and not (isinstance(v, float) and math.isnan(v)) and v == REDUCTIONS[op][0]
-
-
-def _reads_term(e, target: EAccess, fill, term) -> tuple:
-    """(value or _UNKNOWN, reads `term`) of `e` where `target` holds `fill`: does the value still
-    depend on the index term there, or does an annihilator or a decided `a if c else b` drop it?"""
+def _at_fill(e, target: EAccess, fill, term=None) -> tuple:
+    """(value or _UNKNOWN, reads `term`) of `e` where `target` holds `fill` and everything else is
+    unknown: its value, and whether it still depends on the index term `term` (a subexpression of
+    e) there.  The annihilators are the lowering simplifier's (`lower/simplify.py`), so "not
+    effectual" and "not read" here mean dropped there."""
     if e is term:
         return _UNKNOWN, True
     if isinstance(e, EAccess):
@@ -121,10 +91,15 @@ def _reads_term(e, target: EAccess, fill, term) -> tuple:
         return e.value, False
     if not isinstance(e, ECall):
         return _UNKNOWN, False
-    args = [_reads_term(a, target, fill, term) for a in e.args]
+    args = [_at_fill(a, target, fill, term) for a in e.args]
     vals = [v for v, _ in args]
-    if e.op == "ifelse" and vals[0] is not _UNKNOWN:
-        return args[1] if vals[0] else args[2]
+    if e.op == "ifelse":             # `a if c else b` (masked values): the taken branch
+        c, a, b = vals
+        if c is not _UNKNOWN:
+            return args[1] if c else args[2]
+        if a is not _UNKNOWN and a == b and type(a) is type(b):
+            return a, False
+        return _UNKNOWN, any(r for _, r in args)
     for v in vals:
         if v is not _UNKNOWN and any(v == z for z in ANNIHILATORS.get(e.op, ())):
             return v, False
@@ -137,10 +112,16 @@ def _reads_term(e, target: EAccess, fill, term) -> tuple:
         return _UNKNOWN, reads
 
 
+def is_guard(rhs, acc: EAccess, fill, op: str) -> bool:
+    """True when the right-hand side is the output fill (⊕'s identity) wherever `acc` is its fill."""
+    v = _at_fill(rhs, acc, fill)[0]
+    return v is not _UNKNOWN and not (isinstance(v, float) and math.isnan(v)) and v == REDUCTIONS[op][0]
+
+
 def guards_term(rhs, acc: EAccess, fill, term) -> bool:
     """True when the right-hand side does not read the index term `term` (a subexpression of it)
     wherever `acc` is its fill: `x` in `Q[x] * x + A[x]` is read only where Q is stored."""
-    return not _reads_term(rhs, acc, fill, term)[1]
+    return not _at_fill(rhs, acc, fill, term)[1]
 
 
 # ------------------------------------------------------------------------------- index terms

@@ -101,7 +101,8 @@ def switch_pass(ctx, loop):
 def phase_pass(ctx, loop):
     ext = loop.ext
     sub = ext
-    for acc in _accesses(loop, Phase):
+    phases = _accesses(loop, Phase)
+    for acc in phases:
         ph = acc.tns
         sub = sub.intersect(Extent(ph.start or ext.start, ph.stop or ext.stop, ext.continuous))
     nonempty = sub.nonempty()
@@ -114,7 +115,7 @@ def phase_pass(ctx, loop):
     # inside the guard the stop is known to be above -inf (nonempty() checked it)
     sub = Extent(sub.start, SymLimit(sub.stop.v, sub.stop.e, True), sub.continuous)
     body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Phase), lambda a: a.tns.body(ctx, sub), sub)
-    with ctx.cutting(loop.idx, phase_cuts(loop)):
+    with ctx.cutting(loop.idx, phase_cuts(phases, ext)):
         ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)), prove=True)
 
 

@@ -16,15 +16,14 @@ from ..ir import build as b
 from ..lower.context import PinTail
 from ..lower.lowerer import at_index
 from ..lower.notation import Loop, map_accesses, walk_accesses
-from .nodes import FillLeaf, Phase
+from .nodes import FillLeaf
 
 
-def phase_cuts(loop):
-    """[(access name, 'start' | 'stop', SymLimit)]: the own bounds of the phases at this loop, for
-    `PinTail` (none on an integer index)."""
-    if not loop.ext.continuous:
+def phase_cuts(phases, ext):
+    """[(access name, 'start' | 'stop', SymLimit)]: the own bounds of the phase accesses `phases`
+    at a loop over `ext`, for `PinTail` (none on an integer index)."""
+    if not ext.continuous:
         return []
-    phases = [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and isinstance(a.tns, Phase)]
     return [(a.name, side, lim) for a in phases
             for side, lim in (("start", a.tns.start), ("stop", a.tns.stop)) if lim is not None]
 

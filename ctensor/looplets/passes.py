@@ -17,7 +17,7 @@ from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_lt, lim_min
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I8
-from ..lower.lowerer import at_index, lower, resolve
+from ..lower.lowerer import at_index, lower, resolve, settle_presence
 from ..lower.notation import Loop, map_accesses, walk_accesses
 from .count import try_count_collapse
 from .extremum import try_extremum_collapse
@@ -29,9 +29,13 @@ from .truncate import truncate
 
 def _rewrite(ctx, loop, pick, make, ext_new=None):
     """Substitute make(acc) for accesses at the loop index selected by `pick`; truncate the others."""
+    tracked = False
+
     def f(acc):
+        nonlocal tracked
         if not at_index(acc, loop.idx):
             return acc
+        tracked = tracked or acc.tracked
         if pick(acc):
             return resolve(ctx, acc, make(acc))
         if ext_new is not None:
@@ -42,7 +46,8 @@ def _rewrite(ctx, loop, pick, make, ext_new=None):
                 acc = replace(acc, covered=acc.covered - {loop.idx})
             return resolve(ctx, acc, truncate(acc.tns, loop.ext, ext_new))
         return acc
-    return map_accesses(loop.body, f)
+    body = map_accesses(loop.body, f)
+    return settle_presence(body) if tracked else body
 
 
 def _same(ext, sub) -> bool:

@@ -40,7 +40,7 @@ def pin_tails(ctx, loop, is_spike):
     ext, outer = loop.ext, ctx.pin_sure.get(loop.idx)
     if not ext.continuous:
         return loop, outer
-    spikes = [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and is_spike(a) and not a.probe]
+    spikes = [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and is_spike(a)]
     tagged = [a for a in spikes if isinstance(a.tns.body, FillLeaf) and len(a.idxs) > 1]
     if len(tagged) < len(spikes):
         return loop, b.TRUE

@@ -20,7 +20,7 @@ from .notation import (Access, Assign, Block, Call, Lit, Loop, ScalarOut, Sieve,
                        map_assigns, subst_index, uses_index, walk_accesses, walk_assigns)
 from .ops import REDUCTIONS, combine, convert, kind, to_ir
 from .program_notation import notation
-from .simplify import MAYBE, simplify
+from .simplify import MAYBE, PRESENT, TRACKED, simplify
 from .tile import lower_piece
 
 
@@ -64,8 +64,12 @@ def resolve(ctx, acc: Access, new):
     if isinstance(new, Looplet):
         return replace(acc, tns=new)
     rest = acc.idxs[1:]
-    if acc.probe and (isinstance(new, (FillLeaf, Value)) or not rest):
-        return _presence(new)
+    if acc.tracked and (isinstance(new, (FillLeaf, Value)) or not rest):
+        return Call(TRACKED, (_leaf_value(ctx, acc, new, rest), _presence(new)))
+    return _leaf_value(ctx, acc, new, rest)
+
+
+def _leaf_value(ctx, acc, new, rest):
     if isinstance(new, FillLeaf):
         return Lit(new.value)
     if isinstance(new, Value):
@@ -75,8 +79,22 @@ def resolve(ctx, acc: Access, new):
     return replace(acc, tns=new, idxs=rest)
 
 
+def settle_presence(node):
+    """Split the `TRACKED` nodes `resolve` left in a tree: `PRESENT` of one reads its presence,
+    anything else its value."""
+    def expr(e):
+        if not isinstance(e, Call):
+            return e
+        if e.op == PRESENT and isinstance(e.args[0], Call) and e.args[0].op == TRACKED:
+            return e.args[0].args[1]
+        if e.op == TRACKED:
+            return expr(e.args[0])
+        return Call(e.op, tuple(expr(a) for a in e.args))
+    return map_assigns(node, lambda a: a.with_(rhs=expr(a.rhs)))
+
+
 def _presence(leaf):
-    """What a probe access reads: whether `leaf` is stored (not the fill)."""
+    """What `PRESENT` of an access resolved to `leaf` reads: whether `leaf` is stored (not the fill)."""
     if isinstance(leaf, Fiber):          # a stored position (a Pattern leaf reads a FillLeaf(True))
         return Lit(True) if leaf.present is None else Val(leaf.present, "bool")
     return Lit(not isinstance(leaf, FillLeaf))
@@ -193,9 +211,13 @@ def _pinned(ctx, idx, a: Assign):
     if None not in fills.values() and \
             simplify(a.with_(rhs=map_accesses(a.rhs, lambda t: Lit(fills[id(t)]) if id(t) in fills else t))) is None:
         return a
-    probes = [replace(t, probe=True, pins=frozenset()) for t in tagged]
+    # the presence is read through the tagged access itself: one cursor for its value and
+    # its presence (a separate probe access doubled the cursors merged at every inner level)
+    marked = {id(t): replace(t, tracked=True) for t in tagged}
+    rhs = map_accesses(a.rhs, lambda t: marked.get(id(t), t))
+    probes = [Call(PRESENT, (t,)) for t in marked.values()]
     present = probes if b.is_const(sure, False) else [Val(sure, "bool"), *probes]
-    return a.with_(rhs=Call(MAYBE, (present[0] if len(present) == 1 else Call("or", tuple(present)), a.rhs)))
+    return a.with_(rhs=Call(MAYBE, (present[0] if len(present) == 1 else Call("or", tuple(present)), rhs)))
 
 
 def _collapse_index_value(ctx, loop: Loop):

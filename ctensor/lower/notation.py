@@ -66,8 +66,9 @@ class Access:
     # levels not read yet (`looplets.passes.spike_pass`): under the counting measure that point
     # counts for the inner coordinates this access stores there (`lower.lowerer.collapse`)
     pins: frozenset = frozenset()
-    # a presence probe: reads True where the access stores a leaf, False in its fill
-    probe: bool = False
+    # read also for its presence (`PRESENT`, `lower.lowerer._pinned`): where it resolves to a leaf
+    # it becomes Call(TRACKED, (value, stored?)), split at once by `lower.lowerer.settle_presence`
+    tracked: bool = False
 
 
 @dataclass(frozen=True, eq=False)

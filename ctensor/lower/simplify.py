@@ -45,6 +45,14 @@ CUT = "cut"
 # assignment writes it under `if present` (`lowerer.emit_assign`), so the code never sees one.
 MAYBE = "maybe"
 
+# `Call(PRESENT, (a,))` is whether the access a stores a leaf there (True) or reads its fill
+# (False); a is the very access object read for its value elsewhere in the expression, so one
+# cursor serves both (`lower.lowerer._pinned`).  Where a (marked `Access.tracked`) resolves to a
+# leaf it becomes `Call(TRACKED, (value, present))`, which `lower.lowerer.settle_presence` splits
+# before anything else reads the expression.
+PRESENT = "present"
+TRACKED = "tracked"
+
 ANNIHILATORS = {"*": [0, False], "and": [False], "or": [True], "min": [-math.inf], "max": [math.inf]}
 IDENTITIES = {"*": [1, True], "+": [0, False], "and": [True], "or": [False], "min": [math.inf],
               "max": [-math.inf], "xor": [False]}
@@ -182,11 +190,18 @@ def simplify_expr(node, keep=frozenset()):
     partition every access cuts (see `CUT`)."""
     if isinstance(node, Access):
         if isinstance(node.tns, FillLeaf):
-            return Lit(False if node.probe else node.tns.value)
+            return Lit(node.tns.value)
         if isinstance(node.tns, Value) and not node.idxs:
-            return Lit(True) if node.probe else Val(node.tns.expr, node.tns.dtype)
+            return Val(node.tns.expr, node.tns.dtype)
         return node
     if not isinstance(node, Call):
+        return node
+    if node.op == PRESENT:           # keeps its access object (shared with the value's)
+        a = node.args[0]
+        if isinstance(a, Access) and isinstance(a.tns, FillLeaf):
+            return Lit(False)
+        if isinstance(a, Access) and isinstance(a.tns, Value) and not a.idxs:
+            return Lit(True)
         return node
     args = tuple(simplify_expr(a, keep) for a in node.args)
     if node.op == CUT:

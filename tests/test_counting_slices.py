@@ -147,12 +147,17 @@ def test_a_bound_of_another_tensor_at_a_stored_point(kind, sr):
     B's own pieces isolate it (a gap point, a [0, 0] run), not when one of B's pieces merely starts
     or ends there (ctensor counted a piece starting at 0 for every id: 'closed start', 'half-open
     runs')."""
-    P = ct.points(np.array([[0.0], [7.0]]))
     B = ONE_SIDED[kind]
-    for text in ("C[j] = (1 - P[x, j]) * (B[x] + 1) * d(x; counting)", "C[j] = (B[x] + P[x, j]) * d(x; counting)",
-                 "C[j] = max(B[x], P[x, j]) * d(x; counting)"):
-        ref = oracle(text, semiring=sr, P=P, B=B)
-        assert ct.einsum(text, semiring=sr, P=P, B=B).to_numpy().tolist() == [float(ref.at(j)) for j in range(2)]
+    # P as a SparseList x level, and as one SparsePoint (its Sequence form puts P's phase around
+    # B's stepper: B must still cut the extent at its own bounds first, `looplets.pins.cut_first`)
+    for P in (ct.points(np.array([[0.0], [7.0]])),
+              ct.Tensor(ct.SparsePoint(ct.SparseList(ct.Element(0.0, val=np.array([1.0])), np.array([0, 1]),
+                                                     np.array([0]), shape=2), np.array([0.0])))):
+        for text in ("C[j] = (1 - P[x, j]) * (B[x] + 1) * d(x; counting)", "C[j] = (B[x] + P[x, j]) * d(x; counting)",
+                     "C[j] = max(B[x], P[x, j]) * d(x; counting)"):
+            ref = oracle(text, semiring=sr, P=P, B=B)
+            got = ct.einsum(text, semiring=sr, P=P, B=B).to_numpy().tolist()
+            assert got == [float(ref.at(j)) for j in range(2)], (type(P.level).__name__, text)
 
 
 def test_two_tensors_whose_one_sided_bounds_meet_at_a_stored_point():

@@ -23,7 +23,7 @@ from .count import try_count_collapse
 from .extremum import try_extremum_collapse
 from .nodes import (AcceptRun, FillLeaf, Lookup, Phase, Pinpoint, Run, Sequence, Spike, Stepper, Switch,
                     Thunk, Walk)
-from .pins import phase_cuts, pin_tails
+from .pins import cut_first, phase_cuts, pin_tails
 from .truncate import truncate
 
 
@@ -142,6 +142,9 @@ def sequence_pass(ctx, loop):
 def spike_pass(ctx, loop):
     ext = loop.ext
     is_spike = lambda a: isinstance(a.tns, Spike)
+    if cut_first(loop, is_spike, lambda a: isinstance(a.tns, Stepper)):
+        stepper_pass(ctx, loop)
+        return
     body_ext = Extent(ext.start, ext.minus_unit(ext.stop), ext.continuous)
     nonempty = body_ext.nonempty()
     if not b.is_const(nonempty, False):

@@ -15,7 +15,7 @@ from ..extents import lim_eq
 from ..ir import build as b
 from ..lower.context import PinTail
 from ..lower.lowerer import at_index
-from ..lower.notation import Loop, map_accesses, walk_accesses
+from ..lower.notation import Loop, map_accesses, walk_accesses, walk_assigns
 from .nodes import FillLeaf
 
 
@@ -26,6 +26,19 @@ def phase_cuts(phases, ext):
         return []
     return [(a.name, side, lim) for a in phases
             for side, lim in (("start", a.tns.start), ("stop", a.tns.stop)) if lim is not None]
+
+
+def cut_first(loop, is_spike, is_stepper) -> bool:
+    """Should the steppers at the loop cut the extent before the spikes are split?  Yes when a
+    spike would be tagged under the counting measure: a stepper lowered inside the spike's tail is
+    seeked to the point c and never sees its own chunk stop at c⁻ (a run open at c ends there), so
+    it could not tell that it isolates c; stepping first, that stop ends a step and the tail's
+    extent is the point itself (`pin_tails`: `left`)."""
+    if not loop.ext.continuous or not any(a.measures.get(loop.idx) == "counting" for a in walk_assigns(loop.body)):
+        return False
+    here = [a for a in walk_accesses(loop.body) if at_index(a, loop.idx)]
+    return any(is_stepper(a) for a in here) and \
+        any(is_spike(a) and isinstance(a.tns.body, FillLeaf) and len(a.idxs) > 1 for a in here)
 
 
 def pin_tails(ctx, loop, is_spike):

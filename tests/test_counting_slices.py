@@ -5,7 +5,7 @@ pinpoint (the oracle's `_isolated`: some access changes piece on each side).  A 
 an outer level, P[x, j] with x outer, is one only for the j the point stores: for any other j,
 P[., j] is its fill on both sides.  Before the fix, `O[j] = (1 - P[x, j]) * d(x; counting)`
 counted every stored x for every j (ctensor gave [1, 1] where the oracle and the same tensor
-stored j-first give [0, 0]); the lowering now tags such spikes (`looplets.passes._pin_tails`)
+stored j-first give [0, 0]); the lowering now tags such spikes (`looplets.pins.pin_tails`)
 and writes the point only where a tagged access stores the inner coordinates
 (`lower.lowerer._pinned`).  Oracle: the reference interpreter (tests/oracle).
 """

@@ -201,7 +201,7 @@ def _pinned(ctx, idx, a: Assign):
     the point does not hold, is P's fill on both sides of x.  Unless the point is a pinpoint for
     every coordinate anyway (`Context.pin_test`: a leaf pinpoint there, or the other accesses'
     pieces isolate it, `looplets.pins`), the assignment is written where some tagged
-    access stores a leaf (a presence probe per tagged access), or nowhere when its fill makes the
+    access stores a leaf (`PRESENT` of each tagged access), or nowhere when its fill makes the
     body a no-op (x * 0: then the weight does not matter)."""
     tagged = [t for t in walk_accesses(a.rhs) if idx in t.pins]
     sure = ctx.pin_test(idx)

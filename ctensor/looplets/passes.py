@@ -17,7 +17,7 @@ from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_lt, lim_min
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I8
-from ..lower.lowerer import at_index, lower, resolve, settle_presence
+from ..lower.lowerer import at_index, is_tracked, lower, resolve, settle_presence
 from ..lower.notation import Loop, map_accesses, walk_accesses
 from .count import try_count_collapse
 from .extremum import try_extremum_collapse
@@ -35,16 +35,19 @@ def _rewrite(ctx, loop, pick, make, ext_new=None):
         nonlocal tracked
         if not at_index(acc, loop.idx):
             return acc
-        tracked = tracked or acc.tracked
         if pick(acc):
-            return resolve(ctx, acc, make(acc))
+            out = resolve(ctx, acc, make(acc))
+            tracked = tracked or is_tracked(out)
+            return out
         if ext_new is not None:
             if loop.idx in acc.covered and not _same(loop.ext, ext_new):
                 # the looplet is lowered on part of the extent its cursor was set up for: it must
                 # seek and test again (a picked access keeps the mark: the pass cut the extent
                 # to its own range)
                 acc = replace(acc, covered=acc.covered - {loop.idx})
-            return resolve(ctx, acc, truncate(acc.tns, loop.ext, ext_new))
+            out = resolve(ctx, acc, truncate(acc.tns, loop.ext, ext_new))
+            tracked = tracked or is_tracked(out)
+            return out
         return acc
     body = map_accesses(loop.body, f)
     return settle_presence(body) if tracked else body
@@ -142,7 +145,7 @@ def sequence_pass(ctx, loop):
 def spike_pass(ctx, loop):
     ext = loop.ext
     is_spike = lambda a: isinstance(a.tns, Spike)
-    if cut_first(loop, is_spike, lambda a: isinstance(a.tns, Stepper)):
+    if cut_first(loop):
         stepper_pass(ctx, loop)
         return
     body_ext = Extent(ext.start, ext.minus_unit(ext.stop), ext.continuous)
@@ -151,7 +154,7 @@ def spike_pass(ctx, loop):
         body = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.body), body_ext)
         ctx.if_(nonempty, lambda: lower(ctx, Loop(loop.idx, body_ext, body)), prove=True)
     tail_ext = Extent(ext.stop, ext.stop, ext.continuous)
-    loop, sure = pin_tails(ctx, loop, is_spike)
+    loop, sure = pin_tails(ctx, loop)
     tail = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.tail), tail_ext)
     with ctx.pinning(loop.idx, sure):
         lower(ctx, Loop(loop.idx, tail_ext, tail))

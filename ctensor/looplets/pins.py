@@ -16,7 +16,7 @@ from ..ir import build as b
 from ..lower.context import PinTail
 from ..lower.lowerer import at_index
 from ..lower.notation import Loop, map_accesses, walk_accesses, walk_assigns
-from .nodes import FillLeaf
+from .nodes import FillLeaf, Spike, Stepper
 
 
 def phase_cuts(phases, ext):
@@ -28,20 +28,27 @@ def phase_cuts(phases, ext):
             for side, lim in (("start", a.tns.start), ("stop", a.tns.stop)) if lim is not None]
 
 
-def cut_first(loop, is_spike, is_stepper) -> bool:
-    """Should the steppers at the loop cut the extent before the spikes are split?  Yes when a
-    spike would be tagged under the counting measure: a stepper lowered inside the spike's tail is
+def _spikes(loop):
+    """(spikes at the loop index, those a tag applies to: fill on the left of a stored point
+    whose inner levels are still to read)."""
+    spikes = [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and isinstance(a.tns, Spike)]
+    return spikes, [a for a in spikes if isinstance(a.tns.body, FillLeaf) and len(a.idxs) > 1]
+
+
+def cut_first(loop) -> bool:
+    """Should the steppers at the loop cut the extent before the spikes are split?  Yes when the
+    spikes would be tagged under the counting measure: a stepper lowered inside the spike's tail is
     seeked to the point c and never sees its own chunk stop at c⁻ (a run open at c ends there), so
     it could not tell that it isolates c; stepping first, that stop ends a step and the tail's
     extent is the point itself (`pin_tails`: `left`)."""
     if not loop.ext.continuous or not any(a.measures.get(loop.idx) == "counting" for a in walk_assigns(loop.body)):
         return False
-    here = [a for a in walk_accesses(loop.body) if at_index(a, loop.idx)]
-    return any(is_stepper(a) for a in here) and \
-        any(is_spike(a) and isinstance(a.tns.body, FillLeaf) and len(a.idxs) > 1 for a in here)
+    spikes, tagged = _spikes(loop)
+    return bool(spikes) and len(tagged) == len(spikes) and \
+        any(at_index(a, loop.idx) and isinstance(a.tns, Stepper) for a in walk_accesses(loop.body))
 
 
-def pin_tails(ctx, loop, is_spike):
+def pin_tails(ctx, loop):
     """Tag the spikes whose tail is a stored pinpoint of an outer level (fill on its left, inner
     levels still to read) with `Access.pins`, and say whether the tail point is a pinpoint for
     every inner coordinate (`sure`: an i1, a `PinTail` decided at the collapse, or None: as the
@@ -53,8 +60,7 @@ def pin_tails(ctx, loop, is_spike):
     ext, outer = loop.ext, ctx.pin_sure.get(loop.idx)
     if not ext.continuous:
         return loop, outer
-    spikes = [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and is_spike(a)]
-    tagged = [a for a in spikes if isinstance(a.tns.body, FillLeaf) and len(a.idxs) > 1]
+    spikes, tagged = _spikes(loop)
     if len(tagged) < len(spikes):
         return loop, b.TRUE
     if not tagged:

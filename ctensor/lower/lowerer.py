@@ -79,15 +79,20 @@ def _leaf_value(ctx, acc, new, rest):
     return replace(acc, tns=new, idxs=rest)
 
 
+def is_tracked(e) -> bool:
+    """Is `e` what `resolve` returns for a tracked access at its leaf (`settle_presence` splits it)?"""
+    return isinstance(e, Call) and e.op == TRACKED
+
+
 def settle_presence(node):
     """Split the `TRACKED` nodes `resolve` left in a tree: `PRESENT` of one reads its presence,
     anything else its value."""
     def expr(e):
         if not isinstance(e, Call):
             return e
-        if e.op == PRESENT and isinstance(e.args[0], Call) and e.args[0].op == TRACKED:
+        if e.op == PRESENT and is_tracked(e.args[0]):
             return e.args[0].args[1]
-        if e.op == TRACKED:
+        if is_tracked(e):
             return expr(e.args[0])
         return Call(e.op, tuple(expr(a) for a in e.args))
     return map_assigns(node, lambda a: a.with_(rhs=expr(a.rhs)))

@@ -298,8 +298,13 @@ class Kernel:
         sig = tuple(sorted(keys.items()))
         k = self._siblings.get(sig)
         if k is None:
-            k = self._siblings[sig] = Kernel(self.text, {**self._measures, **kwargs}, **self._options)
+            k = self._siblings[sig] = self._variant(kwargs)
         return k
+
+    def _variant(self, kwargs, **options) -> "Kernel":
+        """The same program compiled again for these arguments (with this kernel's user measures,
+        which calls omit) and options."""
+        return Kernel(self.text, {**self._measures, **kwargs}, **{**self._options, **options})
 
     def check(self, tensors, scalars):
         keys, facts = {}, None
@@ -397,15 +402,13 @@ class Kernel:
             call.release()
             k = self._siblings.get("merged")
             if k is None:
-                k = self._siblings["merged"] = Kernel(self.text, {**self._measures, **kwargs},
-                                                      **{**self._options, "merge_output": True})
+                k = self._siblings["merged"] = self._variant(kwargs, merge_output=True)
             return k(**kwargs)
         out = call.finish(status)
         if self.split_sums and not _all_finite(out):
             k = self._siblings.get("pointwise")
             if k is None:
-                k = self._siblings["pointwise"] = Kernel(self.text, {**self._measures, **kwargs}, **self._options,
-                                                         split_sums=False)
+                k = self._siblings["pointwise"] = self._variant(kwargs, split_sums=False)
             return k(**kwargs)
         return out
 

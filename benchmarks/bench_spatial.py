@@ -99,13 +99,24 @@ def numba_radius(n, c, r):
     return _grid_query(order, start, sxy, geo, nc, c[0] - r, c[1] - r, c[0] + r, c[1] + r, c[0], c[1], r, True)
 
 
+def sorted_ids(ids):
+    """ids sorted as `PointIndex.box` sorts them (through int32, numpy's fastest integer sort): a
+    peer's answer in the same contract as ctensor's default sorted one."""
+    small = ids.astype(np.int32)
+    small.sort()
+    return small.astype(np.int64)
+
+
 # ---------------------------------------------------------------- the implementations
+# `*_sorted` peers return sorted ids like ctensor's default path; Shapely's own paths return tree order
 BOX = {
     "ctensor": lambda n, lo, hi: ctensor_index(n).box(lo, hi),
     "ctensor_unsorted": lambda n, lo, hi: ctensor_index(n).box(lo, hi, sort=False),
     "shapely_query": lambda n, lo, hi: strtree(n).query(shapely.box(*lo, *hi)),
     "shapely_intersects": lambda n, lo, hi: strtree(n).query(shapely.box(*lo, *hi), predicate="intersects"),
+    "shapely_query_sorted": lambda n, lo, hi: sorted_ids(strtree(n).query(shapely.box(*lo, *hi))),
     "numba": numba_box,
+    "numba_sorted": lambda n, lo, hi: sorted_ids(numba_box(n, lo, hi)),
 }
 
 

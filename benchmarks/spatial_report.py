@@ -1,5 +1,6 @@
 """Markdown tables from a bench_spatial.py run: one row per benchmark group (query), one column per
-implementation with its median in µs, and ctensor's speed-up over Shapely's fastest path.
+implementation with its median in µs, ctensor's speed-up over Shapely's fastest path (which returns ids in
+tree order), and over the peers that return sorted ids as ctensor's default path does.
 
     python benchmarks/spatial_report.py spatial.json
 """
@@ -23,15 +24,18 @@ def main(path):
         for k in r:
             if k not in impls:
                 impls.append(k)
-    print("| query | hits | " + " | ".join(impls) + " | Shapely fastest / ctensor (sorted, unsorted) |")
-    print("|---" * (len(impls) + 3) + "|")
+    print("| query | hits | " + " | ".join(impls)
+          + " | Shapely fastest / ctensor (sorted, unsorted) | sorted peers / ctensor (Shapely, numba) |")
+    print("|---" * (len(impls) + 4) + "|")
     for g, r in rows.items():
-        shp = [v for k, v in r.items() if "shapely" in k]
+        shp = [v for k, v in r.items() if "shapely" in k and not k.endswith("_sorted")]
         cts = [r.get(k) for k in ("ctensor", "ctensor_unsorted", "box ctensor", "radius ctensor")]
         cts = [c for c in cts if c is not None]
         ratio = ", ".join(f"{min(shp) / c:.2g}×" for c in cts) if shp and cts else ""
+        same = [r.get(k) for k in ("shapely_query_sorted", "numba_sorted")]
+        same = ", ".join(f"{v / r['ctensor']:.2g}×" for v in same if v) if "ctensor" in r else ""
         cells = " | ".join(_fmt(r.get(k)) for k in impls)
-        print(f"| {g} | {hits[g]} | {cells} | {ratio} |")
+        print(f"| {g} | {hits[g]} | {cells} | {ratio} | {same} |")
 
 
 def _fmt(v):

@@ -414,8 +414,11 @@ def test_interpreter_is_strict():
         run(grow_fn(), [10, cell])
 
 
-def test_disk_object_cache(tmp_path):
-    """A second process loads the object code from the cache instead of compiling."""
+@pytest.mark.parametrize("env, tier", [({}, "O3"), ({"CTENSOR_LARGE_MODULE": "0"}, "light-cg1"),
+                                       ({"CTENSOR_LARGE_MODULE": "0", "CTENSOR_HUGE_MODULE": "0"}, "light-cg0")])
+def test_disk_object_cache(tmp_path, env, tier):
+    """A second process loads the object code from the cache instead of compiling, for each size
+    tier (the light tiers make their object outside MCJIT and write it to the cache themselves)."""
     script = textwrap.dedent("""
         import numpy as np, sys
         sys.path.insert(0, sys.argv[1])
@@ -427,17 +430,40 @@ def test_disk_object_cache(tmp_path):
         a = np.arange(10.0); out = np.zeros(1)
         assert cf.packed(pack(fn, [a, a, 10, out]).ctypes.data) == 0
         assert out[0] == (a @ a), out
-        print(cf.source, sorted(cf.compile_seconds.items()))
+        print(cf.source, cf.tier, sorted(cf.compile_seconds.items()))
     """)
-    env = dict(os.environ, CTENSOR_CACHE_DIR=str(tmp_path))
+    env = dict(os.environ, CTENSOR_CACHE_DIR=str(tmp_path), **env)
     cmd = [sys.executable, "-c", script, ROOT, os.path.join(ROOT, "tests")]
     outs = [subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
             for _ in range(2)]
     for o in outs:
         assert o.returncode == 0, o.stderr
-    assert outs[0].stdout.startswith("compiled") and outs[1].stdout.startswith("disk")
+    assert outs[0].stdout.split()[:2] == ["compiled", tier] and outs[1].stdout.split()[:2] == ["disk", tier]
     # a damaged entry is ignored, never handed to MCJIT
     for f in tmp_path.glob("*.o"):
         f.write_bytes(f.read_bytes()[:-100])
     o = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert o.returncode == 0 and o.stdout.startswith("compiled"), o.stderr
+
+
+@pytest.mark.parametrize("env, tier", [({"CTENSOR_LARGE_MODULE": "0"}, "light-cg1"),
+                                       ({"CTENSOR_LARGE_MODULE": "0", "CTENSOR_HUGE_MODULE": "0"}, "light-cg0")])
+def test_light_tiers_compute_what_o3_computes(monkeypatch, env, tier):
+    """A kernel forced into a light tier (its thresholds at 0) gives O3's and the oracle's answer:
+    two point tensors and a run list under counting, the shape whose size the tiers exist for."""
+    import ctensor as ct
+    from ctensor.runtime import api
+    from tests.helpers import oracle
+    P = ct.points(np.array([[3.0, -1.0], [3.0, 0.0], [2.0, -2.0], [1.0, 3.0]]))
+    Q = ct.points(np.array([[-1.0, -2.0], [-2.0, 0.0], [1.0, -2.0], [3.0, 0.0]]))
+    E = ct.intervals([-2.0, 0.0], [-1.0, 1.0], values=[0.5, 2.0], closed="right")
+    text = "C[j] = (E[y] + max(P[x, y, j], Q[x, y, j])) * d(x, y; counting, counting)"
+    want = ct.einsum(text, P=P, Q=Q, E=E).to_numpy()
+    ref = oracle(text, P=P, Q=Q, E=E)
+    assert want.tolist() == [ref.at(j) for j in range(4)]
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(api, "_CACHE", {})          # a kernel compiled afresh, not the O3 one
+    k = ct.compile(text, P=P, Q=Q, E=E)
+    assert k.compiled.tier == tier
+    assert k(P=P, Q=Q, E=E).to_numpy().tolist() == want.tolist()

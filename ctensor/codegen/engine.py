@@ -1,12 +1,33 @@
 """The JIT: one process-wide MCJIT engine, O3 with the new pass manager, on-disk object cache.
 
+Pitfalls this module is shaped around (reference/anchors-and-llvmlite.md §4):
+* never call ``llvm.initialize()`` (it raises since llvmlite 0.45);
+* a TargetMachine handed to an engine is owned (and freed) by it, so the engine gets its own and
+  the optimiser uses a second one;
+* the bundled LLVM aborts the process on invalid IR, so every module is verified (our verifier in
+  `emit_module`, then ``mod.verify()``) before any pass runs;
+* the engine is created once, from an empty module, and lives as long as the process, because
+  every compiled function pointer points into its memory.
+
+Symbols.  All modules share the engine, so symbol names must be unique.  The symbol is the
+function name plus a hash of its LLVM IR (and of the opt level or size tier, CPU and llvmlite version): the
+same function compiled twice in one process is returned from memory instead of being added twice,
+and the name is stable across processes, which the on-disk cache needs (object code refers to
+its own symbols by name).
+
+On-disk cache.  Directory ``$CTENSOR_CACHE_DIR`` (default ``~/.cache/ctensor``; set it to the
+empty string or ``off`` to disable).  Each entry is ``<symbol>.o`` (object code, with a header
+holding its length and sha256, checked before MCJIT sees it: a truncated file must not crash
+the process) and ``<symbol>.ll`` (optimised IR, for `CompiledFunction.llvm_ir`).  On a hit the
+optimiser and the code generator are both skipped.
+
 Size tiers.  O3's loop passes (LoopVectorize, LoopRotate, LICM...) each revisit the function once
 per loop, so its time grows like lines × loops: a kernel of 13k lines and 150 loops optimises in
 ~2 s, one of 94k lines and 1,100 loops (two 2-D point tensors and three run lists merged under
 `counting`, one code path per combination of pieces) in 40 s.  A module whose lines × loops exceed
 `LARGE_MODULE` therefore gets `LIGHT_PASSES` and code generation by an O1 target machine (that
 module: ~4 s), and one beyond `HUGE_MODULE` an O0 code generator (fast instruction selection:
-< 1 s there): its code runs about 2× slower (the spatial box kernel, forced into the light tier),
+< 1 s there): its code runs 2–6× slower (the spatial box kernel forced into the light tiers),
 its compile time stays bounded.  The object is made here and handed to MCJIT through the object
 cache hook, as a disk hit is.  `CompiledFunction.tier` says which path a function took;
 `CTENSOR_LARGE_MODULE` / `CTENSOR_HUGE_MODULE` in the environment move the thresholds (read at

@@ -467,3 +467,22 @@ def test_light_tiers_compute_what_o3_computes(monkeypatch, env, tier):
     k = ct.compile(text, P=P, Q=Q, E=E)
     assert k.compiled.tier == tier
     assert k(P=P, Q=Q, E=E).to_numpy().tolist() == want.tolist()
+
+
+def test_light_tier_on_a_fuzzed_3d_counting_kernel():
+    """Fuzz seed 2502 #146: three point dimensions under counting give 108k lines of LLVM IR and 1,700
+    loops, so the kernel takes a light tier by size (no threshold forced).  With NewGVN in the light
+    pipeline, the bundled LLVM's assertion in `verifyIterationSettled` aborted the whole process."""
+    import ctensor as ct
+    from tests.helpers import oracle
+    from tests.test_fuzz_multidim import nest
+    P = ct.points(np.array([[2.0, 3.5, 0.0], [2.0, 2.5, 3.0], [0.0, 0.5, -1.0]]))
+    Q = ct.points(np.array([[2.5, 1.0, 2.0], [-1.5, -2.0, 3.0], [0.5, -2.0, -2.0]]))
+    B = ct.intervals([-2.0, -1.0, 1.0], [-1.0, 0.0, 2.0], values=[2.0, 0.5, 2.0], closed="neither", fill=1.0)
+    E = nest(1350142945, ["SPr", "E"])
+    text = ("C[j] = min((1 - E[y]), (P[x, y, z, j] + Q[x, y, z, j]) + (B[x] == 1)) "
+            "* d(x, y, z; counting, counting, counting)")
+    k = ct.compile(text, P=P, Q=Q, B=B, E=E)
+    assert k.compiled.tier.startswith("light")
+    ref = oracle(text, P=P, Q=Q, B=B, E=E)
+    assert k(P=P, Q=Q, B=B, E=E).to_numpy().tolist() == [ref.at(j) for j in range(3)]

@@ -36,19 +36,19 @@ def _rewrite(ctx, loop, pick, make, ext_new=None):
         if not at_index(acc, loop.idx):
             return acc
         if pick(acc):
-            out = resolve(ctx, acc, make(acc))
-            tracked = tracked or is_tracked(out)
-            return out
-        if ext_new is not None:
+            new = make(acc)
+        elif ext_new is not None:
             if loop.idx in acc.covered and not _same(loop.ext, ext_new):
                 # the looplet is lowered on part of the extent its cursor was set up for: it must
                 # seek and test again (a picked access keeps the mark: the pass cut the extent
                 # to its own range)
                 acc = replace(acc, covered=acc.covered - {loop.idx})
-            out = resolve(ctx, acc, truncate(acc.tns, loop.ext, ext_new))
-            tracked = tracked or is_tracked(out)
-            return out
-        return acc
+            new = truncate(acc.tns, loop.ext, ext_new)
+        else:
+            return acc
+        out = resolve(ctx, acc, new)
+        tracked = tracked or is_tracked(out)
+        return out
     body = map_accesses(loop.body, f)
     return settle_presence(body) if tracked else body
 

@@ -21,18 +21,25 @@ times the grid) and the exact test, plus the reference-cell condition that repor
 several cells once (the `grid_*` einsums).  Under the grid, coverage counts with the grid and
 measures the covered bases on the depth track; subtract, merge and closest (whose tie step needs
 the sorted starts anyway) use the sorted layout's tensors.
+
+Threads.  A `GenomeIndex` may be queried from many threads at once: its index tensors are
+read-only once built (built once, under a lock), kernels are compiled under
+`workers.COMPILE_LOCK`, and every call packs its own argument block and output buffers.  The
+operations that take queries accept `workers=` (`ctensor.apps.workers`): the queries are split into
+that many contiguous chunks, run on a thread pool, and the results concatenated in query order,
+identical to `workers=1`.
 """
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
 import pandas as pd
 
 from .. import Dense, Pattern, SparseInterval, SparseList, SparseRunList, Tensor
-from .. import compile as ct_compile
 from ..errors import FormatError
-from .bedio import query_coords, read_intervals
+from .bedio import read_intervals
 from .genome_einsums import EINSUMS, GRID_PARTS, LAYOUTS, PARTS, SEMIRING
 from .genome_layout import (
     BUILD,
@@ -42,6 +49,7 @@ from .genome_layout import (
     cell_floor,
     choose_cell,
     decode,
+    query_axis,
     grid_tensor,
     interval_tensor,
     rows,
@@ -49,6 +57,8 @@ from .genome_layout import (
     values,
     widen,
 )
+from .genome_closest import nearest
+from .workers import check_workers, compiled, split_rows
 
 # expected candidates per query above which overlap/intersect use the rank plan (measured on the
 # synthetic sets: per candidate the window plan costs ~2x the rank plan, whose two rank searches
@@ -123,6 +133,7 @@ class GenomeIndex:
         self.n = len(gs)
         self.kernels = {}
         self._parts = {}
+        self._lock = threading.RLock()          # lazy index tensors: built once, whatever the threads
         self._ninf_cache = np.empty(0)
         self.layout = layout
         self.parts = GRID_PARTS if layout == "grid" else PARTS
@@ -136,17 +147,21 @@ class GenomeIndex:
     def _part(self, name):
         """Build an index tensor on first use (its time is added to build_seconds)."""
         t = self._parts.get(name)
-        if t is None:
-            D = self._part("D") if name == "Depth" else None     # built (and timed) first
-            t0 = time.perf_counter()
-            if name == "G":
-                t = grid_tensor(self._gs, self._ge, self.cell)
-            elif name == "Depth":
-                t = self._run("depth", D=D)
-            else:
-                t = BUILD[name](self._gs, self._ge)
-            self._parts[name] = t
-            self.build_seconds += time.perf_counter() - t0
+        if t is not None:
+            return t
+        with self._lock:
+            t = self._parts.get(name)
+            if t is None:
+                D = self._part("D") if name == "Depth" else None     # built (and timed) first
+                t0 = time.perf_counter()
+                if name == "G":
+                    t = grid_tensor(self._gs, self._ge, self.cell)
+                elif name == "Depth":
+                    t = self._run("depth", D=D)
+                else:
+                    t = BUILD[name](self._gs, self._ge)
+                self._parts[name] = t
+                self.build_seconds += time.perf_counter() - t0
         return t
 
     S = property(lambda self: self._part("S"))
@@ -160,7 +175,12 @@ class GenomeIndex:
 
     def __getstate__(self):
         # compiled kernels belong to this process: recompiled (from the disk cache) on first use
-        return {**self.__dict__, "kernels": {}}
+        state = {**self.__dict__, "kernels": {}}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _lock=threading.RLock())
 
     @property
     def nbytes(self) -> int:
@@ -172,51 +192,33 @@ class GenomeIndex:
         """Map query intervals to the genome axis: (widened start, widened end, zero mask), floats.
         `start`, `end`: 1-D integers (or integral floats) in [0, MAX_COORD]; `chrom`: one name per
         query, or one str for all of them.  Raises FormatError naming the first query row with a
-        coordinate that is fractional or out of range, or end < start, or a chrom of another length; TypeError for non-numeric coordinates (the DataFrame functions of
+        coordinate that is fractional or out of range, or end < start, or a chrom of another
+        length; TypeError for non-numeric coordinates (the DataFrame functions of
         `ctensor.apps.genomics` check far more, through `read_intervals`)."""
-        start, end = query_coords(start, "start"), query_coords(end, "end")
-        if start.shape != end.shape:
-            raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
-        if (end < start).any():                          # (negative coordinates: `query_coords`)
-            k = int(np.flatnonzero(end < start)[0])
-            raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) ends before it starts")
-        if chrom is not None and not isinstance(chrom, str):
-            chrom = np.asarray(chrom, dtype=object)
-            if chrom.shape != start.shape:
-                raise FormatError(f"chrom: expected one name per query ({start.shape[0]}) or one str, "
-                                  f"got shape {chrom.shape}")
-        s, e, zero = widen(start, end)
-        if chrom is None:
-            if len(self.chroms) > 1:
-                raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
-            return s.astype(np.float64), e.astype(np.float64), zero
-        # absent from the data: an empty region after the last chromosome
-        names = np.full(start.shape, chrom, dtype=object) if isinstance(chrom, str) else chrom
-        codes = pd.Index(self.chroms).get_indexer(names).astype(np.int64)
-        codes[codes < 0] = len(self.chroms)
-        base = codes * SPAN
-        return base + s, base + e, zero
+        return query_axis(self.chroms, chrom, start, end)
 
     def _run(self, key, op=None, out=None, **tensors):
         """Call the kernel `key` (compiled from EINSUMS[op or key] on first use)."""
-        k = self.kernels.get(key)
-        if k is None or not k.accepts(tensors):
-            # ct.compile's cache is keyed by format: e.g. an empty query list has other format facts
-            k = self.kernels[key] = ct_compile(EINSUMS[op or key], out=out, semiring=SEMIRING.get(op or key),
-                                               **tensors)
+        # ct.compile's cache is keyed by format: e.g. an empty query list has other format facts
+        k = compiled(self.kernels, key, EINSUMS[op or key], tensors, out=out, semiring=SEMIRING.get(op or key))
         return k(**tensors)
 
     # ------------------------------------------------------------------ operations
-    def count_overlaps(self, start, end, chrom=None) -> np.ndarray:
-        """Number of data intervals overlapping each query (`bedtools intersect -c`), int64 (n,)."""
-        return self._count(*self.genome(chrom, start, end)[:2])
+    def count_overlaps(self, start, end, chrom=None, workers: int = 1) -> np.ndarray:
+        """Number of data intervals overlapping each query (`bedtools intersect -c`), int64 (n,).
+        `workers`: threads the queries are split over (contiguous chunks, same result)."""
+        check_workers(workers)
+        return split_rows(self._count, workers, self.genome(chrom, start, end)[:2])
 
     def _ninf(self, n):
-        """A read-only array of n -inf (the starts of prefix intervals), reused across calls."""
-        if self._ninf_cache.shape[0] < n:
-            self._ninf_cache = np.full(n, -np.inf)
-            self._ninf_cache.flags.writeable = False
-        return self._ninf_cache[:n]
+        """A read-only array of n -inf (the starts of prefix intervals), reused across calls and
+        threads (read into a local: another thread may replace the attribute meanwhile)."""
+        ninf = self._ninf_cache
+        if ninf.shape[0] < n:
+            ninf = np.full(n, -np.inf)
+            ninf.flags.writeable = False
+            self._ninf_cache = ninf
+        return ninf[:n]
 
     def _count(self, gs, ge):
         if self.layout == "grid":
@@ -273,8 +275,10 @@ class GenomeIndex:
             return {**t, "Q": interval_tensor(gs, ge, "left"), "D": self.D}
         return {**t, "QE": values(ge, "QE"), "End": self.End}
 
-    def _pairs(self, op, gs, ge, out, grid=True):
-        plan = self._pair_plan(gs, ge, grid)
+    def _pairs(self, op, gs, ge, out, grid=True, plan=None):
+        """Run the pair einsum of `op` by `plan` (default: `_pair_plan` of these queries; a batch
+        split over workers passes the whole batch's, so every chunk runs the same einsums)."""
+        plan = plan or self._pair_plan(gs, ge, grid)
         if plan == "grid":
             return self._run("grid_" + op, out=out, **self._grid_tensors(gs, ge, op))
         key = op if plan == "window" else op + "_ranks"
@@ -284,22 +288,34 @@ class GenomeIndex:
         """Data rows of ranks j (no copy when the data came sorted by start)."""
         return j if self.order is None else self.order[j]
 
-    def overlap(self, start, end, chrom=None):
+    def overlap(self, start, end, chrom=None, workers: int = 1):
         """All overlapping (query row, data row) pairs (`bedtools intersect -wa -wb`), two int64
-        arrays, ordered by query row, then data start."""
+        arrays, ordered by query row, then data start.  `workers`: threads the queries are split
+        over (contiguous chunks, same result)."""
+        check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end)
+        plan = self._pair_plan(gs, ge)
+        return split_rows(lambda s, e: self._overlap(s, e, plan), workers, (gs, ge), rows=(0,))
+
+    def _overlap(self, gs, ge, plan):
         out = Dense(SparseList(Pattern(), real=False))
-        O = self._pairs("overlap", gs, ge, out)
+        O = self._pairs("overlap", gs, ge, out, plan=plan)
         lvl = O.level.child
         ptr, j = np.asarray(lvl.ptr), np.asarray(lvl.idx)
         return rows(ptr), self._data_rows(j)
 
-    def intersect(self, start, end, chrom=None):
+    def intersect(self, start, end, chrom=None, workers: int = 1):
         """Overlapping pieces per pair (`bedtools intersect`): (query row, data row, piece start,
-        piece end) on the chromosome's own coordinates, int64 arrays, ordered as `overlap`."""
+        piece end) on the chromosome's own coordinates, int64 arrays, ordered as `overlap`.
+        `workers`: threads the queries are split over (contiguous chunks, same result)."""
+        check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end)
+        plan = self._pair_plan(gs, ge)
+        return split_rows(lambda s, e: self._intersect(s, e, plan), workers, (gs, ge), rows=(0,))
+
+    def _intersect(self, gs, ge, plan):
         out = Dense(SparseList(SparseRunList(Pattern()), real=False))
-        I = self._pairs("intersect", gs, ge, out)
+        I = self._pairs("intersect", gs, ge, out, plan=plan)
         lj = I.level.child
         lx = lj.child
         ptr_i, j = np.asarray(lj.ptr), np.asarray(lj.idx)
@@ -309,7 +325,7 @@ class GenomeIndex:
         _, ps, pe = decode(np.asarray(lx.left), np.asarray(lx.right))
         return qi, self._data_rows(j), ps, pe
 
-    def closest(self, start, end, chrom=None, ties: str = "all"):
+    def closest(self, start, end, chrom=None, ties: str = "all", workers: int = 1):
         """The nearest data intervals of each query on its chromosome (`bedtools closest -d`, and
         `-t all|first|last` for `ties`): (query row, data row, distance), int64 arrays ordered by
         query row, then data start; a query with no data on its chromosome has one entry with
@@ -318,71 +334,48 @@ class GenomeIndex:
         Distance as bedtools 2.30 counts it on half-open coordinates (zero-length intervals
         widened): 0 for overlapping intervals, `b.start - a.end + 1` for b after a (so 1 for
         book-ended), `a.start - b.end + 1` for b before a.  Only the nearest intervals are
-        reported, every tie of them unless `ties` says otherwise."""
+        reported, every tie of them unless `ties` says otherwise.  `workers`: threads the queries
+        are split over (contiguous chunks, same result)."""
         if ties not in ("all", "first", "last"):
             raise ValueError(f"ties: expected 'all', 'first' or 'last', got {ties!r}")
+        check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end)
-        # The union of the data is disjoint runs [a_k, b_k).  p = b_k, the last run end <= qs
-        # (-inf if none on the query's chromosome); the run after it is the first to end after
-        # qs, and it starts at c = the first data start >= p (no data starts in a gap between
-        # runs; +inf if none).  So the query overlaps the data iff c < qe; otherwise the nearest
-        # data ends at p (nothing ends in (p, qs]) or starts at c (nothing starts in [qe, c)).
-        # the query's chromosome k, and a window of the axis holding all of its data and no other
-        # chromosome's: [k*SPAN - 2, k*SPAN + 2**40] (chromosome k - 1's data may end at
-        # (k - 1)*SPAN + 2**40, a widened zero-length interval at MAX_COORD)
-        base = decode(gs, ge)[0] * SPAN
-        lo, hi = base - 2.0, base + SPAN / 2
-        p = self._run("closest_prev", B=interval_tensor(lo, gs, "both"), UE=self.UE).level.child.val
-        c = self._run("closest_next", A=interval_tensor(np.maximum(p, lo), hi, "left"), S=self.S).level.child.val
-        dist = np.minimum(c - ge + 1, gs - p + 1)            # +inf where the chromosome has no data
-        dist[c < ge] = 0
-        finite = np.isfinite(dist)
-        has = np.flatnonzero(finite)
-        # every data interval within `dist` of the query overlaps the query widened by it, and none
-        # is nearer: the ties are exactly those pairs
-        d = dist[has]
-        out = Dense(SparseList(Pattern(), real=False))
-        O = self._pairs("overlap", gs[has] - d, ge[has] + d, out, grid=False)
-        lvl = O.level.child
-        qi, j = has[rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
-        if ties != "all" and len(qi):
-            # first/last by the data's own start, as bedtools sorts it (j is in widened start order,
-            # where a zero-length [68, 68) starts at 67 with [67, 73)); equal starts in j's order
-            order = np.lexsort((j, self.frame["start"].to_numpy()[self._data_rows(j)], qi))
-            qi, j = qi[order], j[order]
-            first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
-            qi, j = qi[first], j[first]
-        data, dist_out = self._data_rows(j), dist[qi].astype(np.int64)
-        none = np.flatnonzero(~finite)
-        if not len(none):
-            return qi, data, dist_out
-        # queries without data on their chromosome: one row each (-1, -1), merged in query order
-        qrows = np.concatenate([qi, none])
-        order = np.argsort(qrows, kind="stable")
-        minus = np.full(len(none), -1, np.int64)
-        return qrows[order], np.concatenate([data, minus])[order], np.concatenate([dist_out, minus])[order]
+        return split_rows(lambda s, e: self._closest(s, e, ties), workers, (gs, ge), rows=(0,))
 
-    def covered(self, start, end, chrom=None) -> np.ndarray:
-        """Bases of each (widened) query interval covered by at least one data interval, int64."""
-        return self._covered(*self.genome(chrom, start, end)[:2])
+    def _closest(self, gs, ge, ties):
+        return nearest(self, gs, ge, ties)
+
+    def covered(self, start, end, chrom=None, workers: int = 1) -> np.ndarray:
+        """Bases of each (widened) query interval covered by at least one data interval, int64.
+        `workers`: threads the queries are split over (contiguous chunks, same result)."""
+        check_workers(workers)
+        return split_rows(self._covered, workers, self.genome(chrom, start, end)[:2])
 
     def _covered(self, gs, ge):
         B = self._run("covered", Q=interval_tensor(gs, ge, "left"), Depth=self.Depth)
         return np.rint(np.asarray(B.level.child.val)).astype(np.int64)
 
-    def coverage(self, start, end, chrom=None) -> dict:
+    def coverage(self, start, end, chrom=None, workers: int = 1) -> dict:
         """`bedtools coverage`: per query, count of overlapping data intervals, bases covered,
-        query length (zero-length queries count as 2, as bedtools widens them), covered fraction."""
+        query length (zero-length queries count as 2, as bedtools widens them), covered fraction.
+        `workers`: threads the queries are split over (contiguous chunks, same result)."""
+        check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end)
-        count, covered = self._count(gs, ge), self._covered(gs, ge)
+        count, covered = split_rows(lambda s, e: (self._count(s, e), self._covered(s, e)), workers, (gs, ge))
         length = (ge - gs).astype(np.int64)           # widened lengths; exact in float64
         return {"count": count, "covered": covered, "length": length, "fraction": covered / length}
 
-    def subtract(self, start, end, chrom=None):
+    def subtract(self, start, end, chrom=None, workers: int = 1):
         """Pieces of each query interval not covered by any data interval (`bedtools subtract`):
         (query row, piece start, piece end), int64 arrays; a zero-length query that is not wholly
-        covered keeps its original coordinates, as bedtools prints it."""
+        covered keeps its original coordinates, as bedtools prints it.  `workers`: threads the
+        queries are split over (contiguous chunks, same result)."""
+        check_workers(workers)
         gs, ge, zero = self.genome(chrom, start, end)
+        st, en = np.asarray(start, np.int64), np.asarray(end, np.int64)
+        return split_rows(self._subtract, workers, (gs, ge, zero, st, en), rows=(0,))
+
+    def _subtract(self, gs, ge, zero, st, en):
         out = Dense(SparseRunList(Pattern()))
         R = self._run("subtract", out=out, Q=interval_tensor(gs, ge, "left"), Depth=self.Depth)
         lx = R.level.child
@@ -394,7 +387,6 @@ class GenomeIndex:
             first = np.ones(len(qi), bool)
             first[1:] = qi[1:] != qi[:-1]
             drop = z & ~first
-            st, en = np.asarray(start, np.int64), np.asarray(end, np.int64)
             ps = np.where(z, st[qi], ps)
             pe = np.where(z, en[qi], pe)
             qi, ps, pe = qi[~drop], ps[~drop], pe[~drop]

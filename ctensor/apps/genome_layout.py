@@ -49,6 +49,7 @@ The width: `choose_cell`.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .. import (
     Dense,
@@ -58,6 +59,8 @@ from .. import (
     SparseList,
     Tensor,
 )
+from ..errors import FormatError
+from .bedio import query_coords
 
 SPAN = float(2**41)
 MAX_CHROMS = 2**53 // 2**41 - 2
@@ -235,3 +238,30 @@ def unique_bytes(tensors) -> int:
                     seen.add(id(base))
                     total += base.nbytes
     return total
+
+
+def query_axis(chroms, chrom, start, end):
+    """Query intervals on the genome axis of an index of chromosomes `chroms` (names, index order):
+    (widened start, widened end, zero mask), as `GenomeIndex.genome` documents."""
+    start, end = query_coords(start, "start"), query_coords(end, "end")
+    if start.shape != end.shape:
+        raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
+    if (end < start).any():                          # (negative coordinates: `query_coords`)
+        k = int(np.flatnonzero(end < start)[0])
+        raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) ends before it starts")
+    if chrom is not None and not isinstance(chrom, str):
+        chrom = np.asarray(chrom, dtype=object)
+        if chrom.shape != start.shape:
+            raise FormatError(f"chrom: expected one name per query ({start.shape[0]}) or one str, "
+                              f"got shape {chrom.shape}")
+    s, e, zero = widen(start, end)
+    if chrom is None:
+        if len(chroms) > 1:
+            raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
+        return s.astype(np.float64), e.astype(np.float64), zero
+    # absent from the data: an empty region after the last chromosome
+    names = np.full(start.shape, chrom, dtype=object) if isinstance(chrom, str) else chrom
+    codes = pd.Index(chroms).get_indexer(names).astype(np.int64)
+    codes[codes < 0] = len(chroms)
+    base = codes * SPAN
+    return base + s, base + e, zero

@@ -25,6 +25,14 @@ uniform grid instead of the default sorted layout (see `index`); answers are the
 
 Rows come in query order; pairs of one query in data start order.  Errors: `ctensor.FormatError`
 (bad input: see `read_intervals`), `TypeError` (a source of the wrong kind).
+
+Threads.  Every operation that takes queries (all but `merge` and `depth`) accepts `workers=`
+(default 1; -1 for every core): the query rows are split into that many contiguous chunks (of at
+least `workers.MIN_CHUNK` rows each), each chunk runs the compiled kernels on a thread of a
+`concurrent.futures.ThreadPoolExecutor` (the native code runs without the GIL), and the chunks'
+answers are concatenated in query order.  The result is identical to `workers=1`: the same rows,
+order, values, dtypes and columns.  A bad `workers` raises TypeError (not an int) or ValueError
+(0 or below -1).  The functions, and one `GenomeIndex`, may also be called from many threads at once.
 """
 from __future__ import annotations
 
@@ -34,6 +42,7 @@ import pandas as pd
 from ..errors import FormatError
 from .bedio import read_intervals
 from .genome_index import EINSUMS, GenomeIndex
+from .workers import check_workers
 
 __all__ = [
     "EINSUMS",
@@ -85,7 +94,8 @@ def index(data, ops=None, layout=None, cell=None) -> GenomeIndex:
     return GenomeIndex(data, ops=ops, layout=layout or "sorted", cell=cell)
 
 
-def _args(query, data, op):
+def _args(query, data, op, workers):
+    check_workers(workers)
     q = read_intervals(query, "query")
     if isinstance(query, pd.DataFrame) and len(q) == len(query):
         q.index = query.index           # rows come in query order: the caller's labels stay valid
@@ -100,33 +110,36 @@ def _free(q, names, op):
         raise FormatError(f"query: column {taken[0]!r} is a column {op} adds to its output; rename it")
 
 
-def count_overlaps(query, data) -> pd.DataFrame:
+def count_overlaps(query, data, workers: int = 1) -> pd.DataFrame:
     """Query rows (original index) with a `count` column (int64, replacing a query column of that
-    name, as `DataFrame.assign`): data intervals overlapping each (`bedtools intersect -c`)."""
-    q, idx, a = _args(query, data, "count")
-    return q.assign(count=idx.count_overlaps(*a))
+    name, as `DataFrame.assign`): data intervals overlapping each (`bedtools intersect -c`).
+    `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
+    q, idx, a = _args(query, data, "count", workers)
+    return q.assign(count=idx.count_overlaps(*a, workers=workers))
 
 
-def any_overlap(query, data) -> pd.DataFrame:
-    """Query rows overlapping at least one data interval (`bedtools intersect -u`), original index."""
-    q, idx, a = _args(query, data, "count")
-    return q[idx.count_overlaps(*a) > 0]
+def any_overlap(query, data, workers: int = 1) -> pd.DataFrame:
+    """Query rows overlapping at least one data interval (`bedtools intersect -u`), original index.
+    `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
+    q, idx, a = _args(query, data, "count", workers)
+    return q[idx.count_overlaps(*a, workers=workers) > 0]
 
 
-def no_overlap(query, data) -> pd.DataFrame:
-    """Query rows overlapping no data interval (`bedtools intersect -v`), original index."""
-    q, idx, a = _args(query, data, "count")
-    return q[idx.count_overlaps(*a) == 0]
+def no_overlap(query, data, workers: int = 1) -> pd.DataFrame:
+    """Query rows overlapping no data interval (`bedtools intersect -v`), original index.
+    `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
+    q, idx, a = _args(query, data, "count", workers)
+    return q[idx.count_overlaps(*a, workers=workers) == 0]
 
 
-def overlap(query, data, return_index: bool = False) -> pd.DataFrame:
+def overlap(query, data, return_index: bool = False, workers: int = 1) -> pd.DataFrame:
     """Every overlapping pair (`bedtools intersect -wa -wb`): query columns, then data columns with
     suffix `_` (bioframe's convention).  With `return_index`, columns `index` and `index_` give the
     row positions of the pair in the query and data.  FormatError if a query column is named like a
-    suffixed data column (or `index`, `index_` with `return_index`)."""
-    q, idx, a = _args(query, data, "overlap")
+    suffixed data column (or `index`, `index_` with `return_index`).  `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
+    q, idx, a = _args(query, data, "overlap", workers)
     _free(q, [f"{c}_" for c in idx.frame.columns] + (["index", "index_"] if return_index else []), "overlap")
-    qi, dj = idx.overlap(*a)
+    qi, dj = idx.overlap(*a, workers=workers)
     left = q.iloc[qi].reset_index(drop=True)
     right = idx.frame.iloc[dj].reset_index(drop=True).add_suffix("_")
     out = pd.concat([left, right], axis=1)
@@ -144,7 +157,7 @@ def _nullable(dtype):
     return f"{'U' if dtype.kind == 'u' else ''}Int{dtype.itemsize * 8}"
 
 
-def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.DataFrame:
+def closest(query, data, ties: str = "all", return_index: bool = False, workers: int = 1) -> pd.DataFrame:
     """The nearest data intervals of each query row (`bedtools closest -d -t <ties>`): query columns,
     then data columns suffixed `_`, then `distance` (0 when they overlap, `b.start - a.end + 1` for b
     downstream, `a.start - b.end + 1` upstream: book-ended intervals are 1 apart, as bedtools counts).
@@ -158,11 +171,11 @@ def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.Da
     and `index_` give the row positions of the query and of the data interval (-1 when there is
     none).  FormatError if a
     query column is named like a column closest adds (`distance`, suffixed data columns, `index`,
-    `index_` with `return_index`)."""
-    q, idx, a = _args(query, data, "closest")
+    `index_` with `return_index`).  `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
+    q, idx, a = _args(query, data, "closest", workers)
     _free(q, [f"{c}_" for c in idx.frame.columns] + ["distance"] + (["index", "index_"] if return_index else []),
           "closest")
-    qi, dj, dist = idx.closest(*a, ties=ties)
+    qi, dj, dist = idx.closest(*a, ties=ties, workers=workers)
     missing = dj < 0
     left = q.iloc[qi].reset_index(drop=True)
     right = idx.frame.reset_index(drop=True)
@@ -179,11 +192,12 @@ def closest(query, data, ties: str = "all", return_index: bool = False) -> pd.Da
     return out
 
 
-def intersect(query, data) -> pd.DataFrame:
+def intersect(query, data, workers: int = 1) -> pd.DataFrame:
     """The overlapping piece of every overlapping pair (`bedtools intersect`): query rows with start
-    and end replaced by the piece; a zero-length query keeps its own coordinates, as bedtools prints."""
-    q, idx, a = _args(query, data, "intersect")
-    qi, _, ps, pe = idx.intersect(*a)
+    and end replaced by the piece; a zero-length query keeps its own coordinates, as bedtools prints.
+    `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
+    q, idx, a = _args(query, data, "intersect", workers)
+    qi, _, ps, pe = idx.intersect(*a, workers=workers)
     out = q.iloc[qi].reset_index(drop=True)
     zero = (out["start"] == out["end"]).to_numpy()
     out["start"] = np.where(zero, out["start"].to_numpy(), ps)
@@ -191,20 +205,21 @@ def intersect(query, data) -> pd.DataFrame:
     return out
 
 
-def coverage(query, data) -> pd.DataFrame:
+def coverage(query, data, workers: int = 1) -> pd.DataFrame:
     """`bedtools coverage -a query -b data`: query rows plus `count` (overlapping data intervals),
     `covered` (bases covered by their union), `length` (zero-length queries count 2, as bedtools
     widens them) and `fraction` = covered / length (float64); query columns of those names are
-    replaced, as `DataFrame.assign`.  Original index."""
-    q, idx, a = _args(query, data, "coverage")
-    return q.assign(**idx.coverage(*a))
+    replaced, as `DataFrame.assign`.  Original index.  `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
+    q, idx, a = _args(query, data, "coverage", workers)
+    return q.assign(**idx.coverage(*a, workers=workers))
 
 
-def subtract(a, b) -> pd.DataFrame:
+def subtract(a, b, workers: int = 1) -> pd.DataFrame:
     """`bedtools subtract -a a -b b`: the pieces of each row of `a` that no interval of `b` covers,
-    as rows of `a` with new start/end, in `a`'s order; rows wholly covered disappear."""
-    q, idx, args = _args(a, b, "subtract")
-    qi, ps, pe = idx.subtract(*args)
+    as rows of `a` with new start/end, in `a`'s order; rows wholly covered disappear.
+    `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
+    q, idx, args = _args(a, b, "subtract", workers)
+    qi, ps, pe = idx.subtract(*args, workers=workers)
     out = q.iloc[qi].reset_index(drop=True)
     out["start"] = ps
     out["end"] = pe

@@ -1,0 +1,99 @@
+"""`workers=`: the apps' batched operations split their queries over threads.
+
+A batch of queries is cut into `workers` contiguous chunks of rows; each chunk runs the operation's
+compiled kernels on its own tensors and argument blocks (a `Kernel` call packs a fresh block, and
+the native code runs without the GIL: `ctensor.codegen.engine.PACKED_CFUNC` is a ctypes CFUNCTYPE),
+and the chunks' results are concatenated in row order.  Each query's answer depends on that query
+and the index only, so the result equals the one-thread result exactly (values, order, dtypes).
+
+Kernels are compiled before the threads start or under `COMPILE_LOCK` (`compiled`): compiling is
+slow, done once per format, and the compiler's z3 prover is not safe to enter from two threads.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..runtime.api import compile as ct_compile
+
+__all__ = ["COMPILE_LOCK", "MIN_CHUNK", "check_workers", "chunks", "compiled", "map_chunks", "split_rows"]
+
+# fewer queries than this per chunk are not split further: a chunk's fixed cost (tensor
+# construction, argument packing, output rebuild: ~50-100 µs) would outweigh the native work
+MIN_CHUNK = 4096
+
+# one lock for every app's compiles (the compiler's z3 prover is process-global)
+COMPILE_LOCK = threading.RLock()
+
+
+def check_workers(workers) -> int:
+    """The number of threads `workers` asks for: a positive int, or -1 for every core
+    (`os.cpu_count()`).  Raises TypeError (not an int; bool refused) or ValueError (0, < -1)."""
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)):
+        raise TypeError(f"workers: expected a positive int or -1 (all cores), got {workers!r}")
+    workers = int(workers)
+    if workers == -1:
+        return os.cpu_count() or 1
+    if workers < 1:
+        raise ValueError(f"workers: expected a positive int or -1 (all cores), got {workers}")
+    return workers
+
+
+def chunks(n: int, workers: int, min_chunk: int | None = None) -> list[tuple[int, int]]:
+    """Contiguous row ranges [lo, hi) covering 0..n: `workers` of them at most, each of at least
+    `min_chunk` rows (default `MIN_CHUNK`) unless there is only one; sizes differ by at most 1."""
+    min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
+    k = max(1, min(workers, n // max(min_chunk, 1)))
+    edges = np.linspace(0, n, k + 1).round().astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def map_chunks(fn, n: int, workers: int) -> list:
+    """[fn(lo, hi) for each chunk of `chunks(n, workers)`], in row order; the chunks run on a
+    ThreadPoolExecutor when there are several (the first in the calling thread).  An exception in
+    any chunk is raised here, after every chunk has finished."""
+    parts = chunks(n, workers)
+    if len(parts) == 1:
+        return [fn(*parts[0])]
+    with ThreadPoolExecutor(len(parts) - 1, thread_name_prefix="ctensor-worker") as ex:
+        futures = [ex.submit(fn, lo, hi) for lo, hi in parts[1:]]
+        try:
+            first = fn(*parts[0])
+        finally:
+            rest = [f.exception() for f in futures]       # wait for all before raising
+        errors = [e for e in rest if e is not None]
+        if errors:
+            raise errors[0]
+        return [first] + [f.result() for f in futures]
+
+
+def split_rows(fn, workers: int, arrays, rows=()):
+    """`fn(*arrays)` computed by chunks of rows: `fn` is called on the slices [lo:hi] of every array
+    in `arrays` (one entry per query row) and returns an array or a tuple of arrays; the chunks'
+    results are concatenated in row order, after adding lo to the outputs at positions `rows` of the
+    tuple (row numbers within the chunk become row numbers within the batch)."""
+    n = len(arrays[0])
+    parts = map_chunks(lambda lo, hi: fn(*(a[lo:hi] for a in arrays)), n, check_workers(workers))
+    if len(parts) == 1:
+        return parts[0]
+    if not isinstance(parts[0], tuple):
+        return np.concatenate(parts)
+    los = [lo for lo, _ in chunks(n, check_workers(workers))]
+    return tuple(np.concatenate([p[k] + lo if k in rows else p[k] for p, lo in zip(parts, los)])
+                 for k in range(len(parts[0])))
+
+
+def compiled(kernels: dict, key, text: str, tensors: dict, **options):
+    """The kernel `kernels[key]` if it accepts `tensors` (`Kernel.accepts`), else compiled by
+    `ct.compile(text, **options, **tensors)` under COMPILE_LOCK and stored there; safe to call from
+    several threads at once."""
+    k = kernels.get(key)
+    if k is None or not k.accepts(tensors):
+        with COMPILE_LOCK:
+            k = kernels.get(key)
+            if k is None or not k.accepts(tensors):
+                k = kernels[key] = ct_compile(text, **options, **tensors)
+    return k

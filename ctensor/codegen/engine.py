@@ -15,11 +15,13 @@ same function compiled twice in one process is returned from memory instead of b
 and the name is stable across processes, which the on-disk cache needs (object code refers to
 its own symbols by name).
 
-On-disk cache.  Directory ``$CTENSOR_CACHE_DIR`` (default ``~/.cache/ctensor``; set it to the
-empty string or ``off`` to disable).  Each entry is ``<symbol>.o`` (object code, with a header
-holding its length and sha256, checked before MCJIT sees it: a truncated file must not crash
-the process) and ``<symbol>.ll`` (optimised IR, for `CompiledFunction.llvm_ir`).  On a hit the
-optimiser and the code generator are both skipped.
+On-disk cache (`objcache`: entry layout and what counts as damaged).  On a hit the optimiser and
+the code generator are both skipped; `load_compiled(symbol)` loads an entry by its symbol alone,
+without the IR function (the runtime's warm cache keys kernels by program text and formats and
+keeps the symbol).  A damaged entry is a miss.
+
+Lazy start.  `import ctensor` does not import llvmlite (~20 ms): the engine, and llvmlite with it,
+is created by the first compile or load (`get_engine`).
 
 Size tiers.  O3's loop passes (LoopVectorize, LoopRotate, LICM...) each revisit the function once
 per loop, so its time grows like lines × loops: a kernel of 10k lines and 200 loops (2e6, the
@@ -44,31 +46,35 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import llvmlite
-import llvmlite.binding as llvm
-
-from ..ir.nodes import Function
-from .llvm_emit import emit_module
+from . import objcache
 
 PACKED_CFUNC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
-_FORMAT = b"ctensor-obj-v1\n"   # bump when the emitted calling convention changes
+llvm = None                     # llvmlite.binding, imported by the first `_Engine`
 
 
-@dataclass
+@dataclass(eq=False)
 class CompiledFunction:
     """A JIT-compiled IR function.  `packed(block_address)` calls the packed entry point with the
-    address of an int64 argument block (slot k = parameter k) and returns the i32 status."""
+    address of an int64 argument block (slot k = parameter k) and returns the i32 status.
+    `llvm_ir` (optimised) is read from the disk cache on first access for a function loaded by
+    `load_compiled` (None if that entry's ``.ll`` is missing or damaged by then)."""
     name: str                    # symbol of the unpacked function; packed is name + '_packed'
     address: int
     packed_address: int
-    llvm_ir: str                 # optimised
-    unoptimized_ir: str
+    ir_source: object = field(repr=False)   # the optimised IR, or a callable returning it
+    unoptimized_ir: str | None   # None when loaded from the disk cache by symbol
     compile_seconds: dict        # 'emit' (verify+emit+parse+LLVM verify), 'optimize', 'jit'
     packed: object = field(repr=False, default=None)
     source: str = "compiled"     # 'compiled' | 'disk' (object cache) | 'memory' (same process)
     tier: str = "O3"             # pipeline and code generator: 'O0'..'O3', 'light-cg1', 'light-cg0'
+
+    @property
+    def llvm_ir(self) -> str | None:
+        src = self.ir_source
+        if callable(src):
+            src = self.ir_source = src()   # idempotent: two threads may both read the file
+        return src
 
     def call_packed(self, block) -> int:
         """Call the packed entry with a numpy int64 block (kept alive by the caller)."""
@@ -98,78 +104,62 @@ def _tier(text: str, opt: int) -> str:
     return "light-cg0" if work > _threshold("CTENSOR_HUGE_MODULE", HUGE_MODULE) else "light-cg1"
 
 
-def _cache_dir() -> Path | None:
-    d = os.environ.get("CTENSOR_CACHE_DIR")
-    if d is None:
-        return Path.home() / ".cache" / "ctensor"
-    if d.strip().lower() in ("", "off", "0", "none"):
-        return None
-    return Path(d)
+def _lazy_ir(directory, symbol, digest):
+    return lambda: objcache.read_ir(directory, symbol, digest)
 
 
 class _Engine:
     def __init__(self):
+        global llvm
+        import llvmlite
+        import llvmlite.binding
+        llvm = llvmlite.binding
+        self.llvmlite_version = llvmlite.__version__
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_default_triple()
+        self.target = llvm.Target.from_default_triple()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-
-        def machine(opt=3):
-            return target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt,
-                                                jit=True)
-        self.tm_opt = machine()                 # used by the pass builder only
-        self.tm_codegen = {1: machine(1), 0: machine(0)}    # the light tiers' code generators
-        self.ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine())  # owns its tm
+        self.tm_opt = self._machine(3)          # used by the pass builder only
+        self.tm_codegen: dict = {}              # the light tiers' code generators, made on first use
+        self.ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self._machine(3))  # owns its tm
         self.triple = self.tm_opt.triple
         self.data_layout = str(self.tm_opt.target_data)
         self.ee.set_object_cache(self._notify, self._getbuffer)
         self.lock = threading.RLock()
         self.compiled: dict[str, CompiledFunction] = {}  # symbol -> result
         self.modules: dict[str, tuple] = {}     # symbol -> compile_llvm result
-        self.cache_dir: Path | None = None      # set per compile (env may change in tests)
+        self.resident: set[str] = set()         # symbols whose code is in the engine
+        self.loaded_ir: dict = {}               # symbol -> lazy IR reader, for objects `load` added
+        self.cache_dir = None                   # set per compile (env may change in tests)
         self.hits: dict[str, bytes] = {}        # module name -> object code to hand to MCJIT
-        self.current: str | None = None         # symbol being compiled (the one to cache)
+        self.current = None                     # (symbol, tier, .ll digest) being compiled
+
+    def _machine(self, opt):
+        return self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt, jit=True)
 
     # -------------------------------------------------------- object cache callbacks
     def _getbuffer(self, module):
         return self.hits.pop(module.name, None)
 
     def _notify(self, module, buf: bytes):
-        if self.cache_dir is None or module.name != self.current:
+        if self.cache_dir is None or self.current is None or module.name != self.current[0]:
             return  # e.g. the engine's initial empty module
-        self._write_object(module.name, buf)
-
-    def _write_object(self, symbol: str, buf: bytes):
-        try:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            blob = _FORMAT + f"{len(buf)} {hashlib.sha256(buf).hexdigest()}\n".encode() + buf
-            _atomic_write(self.cache_dir / f"{symbol}.o", blob)
-        except OSError:
-            pass  # a cache that cannot be written is only slower
+        objcache.write_object(self.cache_dir, *self.current[:2], buf, self.current[2])
 
     def _read_cached(self, symbol: str):
         """(object code, optimised IR) from the disk cache, or None if absent or damaged."""
         if self.cache_dir is None:
             return None
-        try:
-            blob = (self.cache_dir / f"{symbol}.o").read_bytes()
-            llvm_ir = (self.cache_dir / f"{symbol}.ll").read_text()
-        except OSError:
+        got = objcache.read_object(self.cache_dir, symbol)
+        if got is None:
             return None
-        if not blob.startswith(_FORMAT):
-            return None
-        header, _, obj = blob[len(_FORMAT):].partition(b"\n")
-        try:
-            size, digest = header.decode().split()
-        except ValueError:
-            return None
-        if int(size) != len(obj) or hashlib.sha256(obj).hexdigest() != digest:
-            return None
-        return obj, llvm_ir
+        llvm_ir = objcache.read_ir(self.cache_dir, symbol, got[2])
+        return None if llvm_ir is None else (got[0], llvm_ir)
 
     # -------------------------------------------------------- compile
-    def compile(self, fn: Function, opt: int, use_cache: bool) -> CompiledFunction:
+    def compile(self, fn, opt: int, use_cache: bool) -> CompiledFunction:
+        from .llvm_emit import emit_module      # llvmlite.ir: only when compiling
         t0 = time.perf_counter()
         base = _sanitize(fn.name)
         text = str(emit_module(dataclasses.replace(fn, name=base)))   # verifies fn first
@@ -183,7 +173,7 @@ class _Engine:
                                                                   tier, use_cache, t0)
         address, packed_address = addresses
         result = CompiledFunction(
-            name=symbol, address=address, packed_address=packed_address, llvm_ir=llvm_ir,
+            name=symbol, address=address, packed_address=packed_address, ir_source=llvm_ir,
             unoptimized_ir=unoptimized, compile_seconds=secs,
             packed=PACKED_CFUNC(packed_address), source=source, tier=tier)
         self.compiled[symbol] = result
@@ -201,10 +191,40 @@ class _Engine:
             self.modules[symbol] = (addresses, llvm_ir)
         return self.modules[symbol]
 
+    def load(self, symbol: str) -> CompiledFunction | None:
+        """`load_compiled` under the engine lock."""
+        if symbol in self.compiled:
+            return self.compiled[symbol]
+        t0 = time.perf_counter()
+        directory = objcache.cache_dir()
+        if symbol in self.resident:             # e.g. a compile_llvm module: its code is here already
+            got, tier, ir_source = (None, None, None), "O3", None
+        else:
+            got = objcache.read_object(directory, symbol) if directory is not None else None
+            if got is None:
+                return None
+            tier, ir_source = got[1], _lazy_ir(directory, symbol, got[2])
+            try:
+                self.ee.add_object_file(llvm.ObjectFileRef.from_data(got[0]))
+            except Exception:                   # llvmlite refused the bytes: treat as damaged
+                return None
+            self.resident.add(symbol)
+            self.loaded_ir[symbol] = ir_source
+        address = self.ee.get_function_address(symbol)
+        packed_address = self.ee.get_function_address(symbol + "_packed")
+        if not (address and packed_address):
+            return None                         # not a compile_function entry
+        result = CompiledFunction(
+            name=symbol, address=address, packed_address=packed_address, ir_source=ir_source,
+            unoptimized_ir=None, compile_seconds={"emit": 0.0, "optimize": 0.0, "jit": time.perf_counter() - t0},
+            packed=PACKED_CFUNC(packed_address), source="disk", tier=tier)
+        self.compiled[symbol] = result
+        return result
+
     def _symbol(self, text: str, base: str, tier: str) -> str:
-        # the O0..O3 tiers hash as the opt level did before tiers existed (disk cache entries stay valid)
+        # the O0..O3 tiers hash as the opt level (tiers added later keep those symbols)
         key = hashlib.sha256("\0".join((text, tier[1:] if tier[0] == "O" else tier, self.cpu, self.features,
-                                         llvmlite.__version__, _FORMAT.decode())).encode())
+                                         self.llvmlite_version, objcache.FORMAT.decode())).encode())
         return f"{base}_{key.hexdigest()[:16]}"
 
     def _optimize(self, mod, tier: str):
@@ -220,6 +240,11 @@ class _Engine:
             getattr(mpm, f"add_{name}_pass")()
         mpm.run(mod, pb)
 
+    def _codegen_machine(self, opt: int):
+        if opt not in self.tm_codegen:
+            self.tm_codegen[opt] = self._machine(opt)
+        return self.tm_codegen[opt]
+
     def _jit(self, text, symbol, names, tier, use_cache, t0):
         """Rename `names` (each starting with the module's base name) after `symbol`, verify,
         optimise (or fetch from the disk cache) and add to the engine: (addresses, optimised IR,
@@ -234,53 +259,66 @@ class _Engine:
         mod.name, mod.triple, mod.data_layout = symbol, self.triple, self.data_layout
         unoptimized = str(mod)
         t1 = time.perf_counter()
-
-        self.cache_dir = _cache_dir() if use_cache else None
-        cached = self._read_cached(symbol)
-        if cached is not None:
+        self.cache_dir = objcache.cache_dir() if use_cache else None
+        cached = None if symbol in self.resident else self._read_cached(symbol)
+        if symbol in self.resident:                   # loaded by `load` (another caller's entry)
+            llvm_ir = None
+        elif cached is not None:
             self.hits[symbol], llvm_ir = cached
         else:
-            self._optimize(mod, tier)
-            llvm_ir = str(mod)
-            # a light tier's object code comes from its own target machine (after the IR is
-            # printed: code generation rewrites the module); the O tiers' from MCJIT's
-            obj = None if tier[0] == "O" else self.tm_codegen[int(tier[-1])].emit_object(mod)
-            if self.cache_dir is not None:          # .ll first: .o is written by _notify
-                try:
-                    self.cache_dir.mkdir(parents=True, exist_ok=True)
-                    _atomic_write(self.cache_dir / f"{symbol}.ll", llvm_ir.encode())
-                except OSError:
-                    pass
-            if obj is not None:                     # MCJIT takes it through `_getbuffer`, as a disk hit
-                self.hits[symbol] = obj
-                if self.cache_dir is not None:
-                    self._write_object(symbol, obj)
+            llvm_ir = self._make_object(mod, symbol, tier)
         t2 = time.perf_counter()
+        if symbol not in self.resident:
+            self._add(mod, symbol)
+        addresses = tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
+        if not all(addresses) and cached is not None:
+            # a verified entry that does not define what its header names (forged, or a bug):
+            # drop it and compile afresh under the same name
+            self.ee.remove_module(mod)
+            self.resident.discard(symbol)
+            mod = llvm.parse_assembly(unoptimized)
+            llvm_ir, cached = self._make_object(mod, symbol, tier), None
+            self._add(mod, symbol)
+            addresses = tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
+        t3 = time.perf_counter()
+        if not all(addresses):
+            raise RuntimeError(f"JIT did not produce {symbol}")
+        if llvm_ir is None:                           # code loaded by `load`: its IR as it kept it
+            llvm_ir = self.loaded_ir.get(symbol, lambda: None)() or ""
+        secs = {"emit": t1 - t0, "optimize": t2 - t1, "jit": t3 - t2}
+        return addresses, llvm_ir, unoptimized, secs, "disk" if cached else "compiled"
 
-        self.current = symbol
+    def _make_object(self, mod, symbol, tier) -> str:
+        """Optimise `mod` (the tier's pipeline) and write its IR to the disk cache; a light tier's
+        object code is made here too (its own code generator) and queued for MCJIT.  Returns the
+        optimised IR."""
+        self._optimize(mod, tier)
+        llvm_ir = str(mod)
+        # a light tier's object comes from its own target machine (after the IR is printed: code
+        # generation rewrites the module); the O tiers' from MCJIT's
+        obj = None if tier[0] == "O" else self._codegen_machine(int(tier[-1])).emit_object(mod)
+        digest = hashlib.sha256(llvm_ir.encode()).hexdigest()
+        if self.cache_dir is not None:                # .ll first: .o (which names its digest) after
+            digest = objcache.write_ir(self.cache_dir, symbol, llvm_ir)
+        self.current = (symbol, tier, digest)
+        if obj is not None:                           # MCJIT takes it through `_getbuffer`, as a disk hit
+            self.hits[symbol] = obj
+            if self.cache_dir is not None:
+                objcache.write_object(self.cache_dir, symbol, tier, obj, digest)
+        return llvm_ir
+
+    def _add(self, mod, symbol):
         try:
             self.ee.add_module(mod)
             self.ee.finalize_object()
         finally:
             self.hits.pop(symbol, None)
             self.current = None
-        addresses = tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
-        t3 = time.perf_counter()
-        if not all(addresses):
-            raise RuntimeError(f"JIT did not produce {symbol}")
-        secs = {"emit": t1 - t0, "optimize": t2 - t1, "jit": t3 - t2}
-        return addresses, llvm_ir, unoptimized, secs, "disk" if cached else "compiled"
+        self.resident.add(symbol)
 
 
 def _sanitize(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name) or "fn"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    # write-then-rename: concurrent processes never see a half-written entry
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 _ENGINE: _Engine | None = None
@@ -288,7 +326,7 @@ _ENGINE_LOCK = threading.Lock()
 
 
 def get_engine() -> _Engine:
-    """The process-wide engine, created on first use."""
+    """The process-wide engine, created (and llvmlite imported) on first use."""
     global _ENGINE
     if _ENGINE is None:
         with _ENGINE_LOCK:
@@ -297,9 +335,11 @@ def get_engine() -> _Engine:
     return _ENGINE
 
 
-def compile_function(fn: Function, opt: int = 3, cache: bool = True) -> CompiledFunction:
-    """Verify, emit, optimise (new pass manager, `opt` in 0..3) and JIT `fn`.  `cache=False`
-    bypasses the on-disk object cache (the in-process one always applies)."""
+def compile_function(fn, opt: int = 3, cache: bool = True) -> CompiledFunction:
+    """Verify, emit, optimise (new pass manager, `opt` in 0..3) and JIT the IR function `fn`
+    (`ctensor.ir.Function`).  `cache=False` bypasses the on-disk object cache (the in-process one
+    always applies).  Raises ValueError for an `opt` outside 0..3, `ctensor.ir.IRError` for IR the
+    verifier rejects."""
     if opt not in (0, 1, 2, 3):
         raise ValueError(f"opt must be 0..3, got {opt!r}")
     engine = get_engine()
@@ -319,4 +359,20 @@ def compile_llvm(text: str, base: str, names, opt: int = 3, cache: bool = True) 
         return engine.compile_llvm(text, base, names, opt, cache)
 
 
-__all__ = ["compile_function", "compile_llvm", "CompiledFunction", "get_engine", "PACKED_CFUNC"]
+def load_compiled(symbol: str) -> CompiledFunction | None:
+    """The function compiled earlier (by `compile_function`, in this process or another) under
+    `symbol` (`CompiledFunction.name`): from memory if this process has it, else its object code
+    loaded from the disk cache (header, symbol and sha256 checked first; `source='disk'`,
+    `unoptimized_ir` None, `llvm_ir` read on first access).  None on a miss, a disabled cache, or
+    any damage to the entry (`objcache`); never raises for what is on disk.  Raises TypeError if
+    `symbol` is not a str.  Creates the engine (and imports llvmlite) if this is the first use."""
+    if not isinstance(symbol, str):
+        raise TypeError(f"symbol must be a str, got {type(symbol).__name__}")
+    if not objcache.valid_symbol(symbol):
+        return None
+    engine = get_engine()
+    with engine.lock:
+        return engine.load(symbol)
+
+
+__all__ = ["compile_function", "compile_llvm", "load_compiled", "CompiledFunction", "get_engine", "PACKED_CFUNC"]

@@ -317,6 +317,9 @@ class _Engine:
         self.resident.add(symbol)
 
 
+_cache_dir = objcache.cache_dir     # the name `driver.kernel_store` imports
+
+
 def _sanitize(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name) or "fn"
 

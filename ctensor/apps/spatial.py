@@ -25,6 +25,16 @@ anything it does not accept (bad input, strings, empty index) takes the Python p
 errors below.  Set CTENSOR_NATIVE_ENTRY=0 in the environment to always take the Python path (read
 when an index builds its entry, at its first query of each kind).
 
+Threads.  One `PointIndex` may be queried from many threads at once.  The Python path of single
+queries packs one argument block per thread (the query box is written into it in place); the
+native entry has a block of its own and holds the GIL from the moment it writes the query until it
+returns, so no other thread can touch its block meanwhile.  Batched queries (`box_many`,
+`radius_many`, and the module functions with arrays of queries) take `workers=` (default 1, -1 for
+every core): the queries are split into that many contiguous chunks (of at least
+`workers.MIN_CHUNK` queries), each chunk's kernel call runs on a thread of a ThreadPoolExecutor
+without the GIL, and the pairs are concatenated in query order, identical to `workers=1`.  A bad
+`workers` raises TypeError (not an int) or ValueError (0 or below -1).
+
 Pairs are sorted by query index, then point id.  `pts` is a `PointIndex` (built once by `index`) or
 anything `index` accepts.  Errors: `ctensor.FormatError` (NaN coordinates, wrong shape, lo > hi,
 negative or NaN radius), `TypeError` (geometries that are not points, non-numeric input).
@@ -32,6 +42,7 @@ negative or NaN radius), `TypeError` (geometries that are not points, non-numeri
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -45,9 +56,9 @@ from ..formats.level import as_flag
 from ..formats.sparse_interval import SparseInterval
 from ..formats.sparse_list import SparseList
 from ..formats.tensor import Tensor
-from ..runtime.api import compile as ct_compile
-from ..runtime.pyentry import native_entry, scalar_address
+from .spatial_entry import DISK_PAD, query_entry
 from .spatial_input import as_coords, boxes_arg, cell_points_arg, pair_arg, radii_arg, radius_arg, replay
+from .workers import check_workers, compiled, map_chunks
 
 __all__ = ["EINSUMS", "PointIndex", "box_query", "index", "radius_query"]
 
@@ -95,12 +106,25 @@ class PointIndex:
         self.perm = order.astype(np.int32 if n < 2**31 else np.int64)
         ranks = np.arange(n, dtype=np.int64)
         self.tensor = Tensor(grid_point_levels(c[order], ranks, n, cell[order], edges), name="points", owned=True)
-        self.kernels, self._calls, self._native = {}, {}, {}
+        self._reset()
         self.build_seconds = time.perf_counter() - t0
 
+    def _reset(self):
+        """Compiled kernels, argument blocks, native entries: per process, built on first use.
+        `_local.calls`: this thread's single-query PackedCalls (Python path); `_entry_calls`: the
+        native entries' own PackedCalls, which no Python path touches."""
+        self.kernels, self._native, self._entry_calls = {}, {}, {}
+        self._local, self._lock = threading.local(), threading.Lock()
+
     def __getstate__(self):
-        # compiled kernels, argument blocks and native entries belong to this process: rebuilt on use
-        return {**self.__dict__, "kernels": {}, "_calls": {}, "_native": {}}
+        state = dict(self.__dict__)
+        for k in ("kernels", "_native", "_entry_calls", "_local", "_lock"):
+            del state[k]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._reset()
 
     @property
     def nbytes(self) -> int:
@@ -108,16 +132,25 @@ class PointIndex:
 
     # ------------------------------------------------------------------ single queries
     def _call(self, name, scalars=()):
-        """The packed call of a single-query kernel, with a query box this index owns: each query
-        rewrites the box's four endpoints (and the scalars) in place and reruns it."""
-        call = self._calls.get(name)
+        """This thread's packed call of a single-query kernel, with a query box it owns: each query
+        rewrites the box's four endpoints (and the scalars) in place and reruns it.  One per thread:
+        a block shared by threads would have one thread's box rewritten under another's kernel."""
+        calls = getattr(self._local, "calls", None)
+        if calls is None:
+            calls = self._local.calls = {}
+        call = calls.get(name)
         if call is None:
-            box = _box_tensor(np.zeros((1, 2)), np.zeros((1, 2)), batched=False)
-            args = dict(B=box, P=self.tensor, **{s: 0.0 for s in scalars})
-            k = self.kernels[name] = ct_compile(EINSUMS[name], out=SparseList(Pattern(), shape=self.n), **args)
-            call = self._calls[name] = k.pack(**args)
-            xl, yl = box.levels()[0], box.levels()[1]
-            call.box = (xl.left, xl.right, yl.left, yl.right)
+            call = calls[name] = self._new_call(name, scalars)
+        return call
+
+    def _new_call(self, name, scalars):
+        """A new packed call of single-query kernel `name` (compiled once), with its own query box."""
+        box = _box_tensor(np.zeros((1, 2)), np.zeros((1, 2)), batched=False)
+        args = dict(B=box, P=self.tensor, **{s: 0.0 for s in scalars})
+        k = compiled(self.kernels, name, EINSUMS[name], args, out=SparseList(Pattern(), shape=self.n))
+        call = k.pack(**args)
+        xl, yl = box.levels()[0], box.levels()[1]
+        call.box = (xl.left, xl.right, yl.left, yl.right)
         return call
 
     def _run(self, call, x0, y0, x1, y1, sort):
@@ -201,35 +234,19 @@ class PointIndex:
         """The native entry of single-query kernel `name` (`runtime.pyentry`), built once: the
         validations of `_pair`, `_radius` and `box` as its checks (any failure -> None -> the Python
         path raises), `_disk_box_scalar` and `_clip` as its prologue, `perm` applied to its ids.
-        False when unavailable (empty index, CTENSOR_NATIVE_ENTRY=0)."""
+        False when unavailable (empty index, CTENSOR_NATIVE_ENTRY=0).  The entry gets a packed
+        call of its own (`_entry_calls`): it holds the GIL while it writes the query and runs the
+        kernel, so its block is never in use by two threads, and no Python path shares it."""
+        with self._lock:
+            fn = self._native.get(name)
+            return self._build_entry(name) if fn is None else fn
+
+    def _build_entry(self, name):
         entry = None
         if self.n:
             radius = name == "radius"
-            call = self._call(name, ("ox", "oy", "r") if radius else ())
-            ax, ay, bx, by = self.bounds
-            arg = lambda i: ("arg", i)
-            if radius:
-                ox, oy, r = arg(0), arg(1), arg(2)
-                down = lambda e: ("nextdown", ("nextdown", e))                    # == `_disk_box_scalar`
-                up = lambda e: ("nextup", ("nextup", e))
-                pad = ("mul", r, ("const", DISK_PAD))
-                x0, y0 = down(("sub", ("sub", ox, r), pad)), down(("sub", ("sub", oy, r), pad))
-                x1, y1 = up(("add", ("add", ox, r), pad)), up(("add", ("add", oy, r), pad))
-                checks = [("notnan", ox), ("notnan", oy), ("le", ("const", 0.0), r), ("finite", r)]
-                scalars = [(scalar_address(call, s), e) for s, e in (("ox", ox), ("oy", oy), ("r", r))]
-            else:
-                x0, y0, x1, y1 = arg(0), arg(1), arg(2), arg(3)
-                checks = [("notnan", x0), ("notnan", y0), ("notnan", x1), ("notnan", y1),
-                          ("le", x0, x1), ("le", y0, y1)]
-                scalars = []
-            # call.box holds the endpoint arrays x.left, x.right, y.left, y.right (see `_call`)
-            # `_clip`: a low end clamped into [a, nextup(b)], a high end into [nextdown(a), b]; a box
-            # that misses the bounds comes out with lo > hi (no ids), one that meets them exact
-            lo_end = lambda e, a, b: ("min", ("max", e, ("const", a)), ("const", math.nextafter(b, math.inf)))
-            hi_end = lambda e, a, b: ("max", ("min", e, ("const", b)), ("const", math.nextafter(a, -math.inf)))
-            ends = (lo_end(x0, ax, bx), hi_end(x1, ax, bx), lo_end(y0, ay, by), hi_end(y1, ay, by))
-            stores = scalars + [(a.ctypes.data, e) for a, e in zip(call.box, ends)]
-            entry = native_entry(call, 3 if radius else 4, stores, checks, perm=self.perm, keep=call.box)
+            call = self._entry_calls[name] = self._new_call(name, ("ox", "oy", "r") if radius else ())
+            entry = query_entry(call, radius, self.bounds, self.perm)
         fn = self._native[name] = False if entry is None else entry.fn
         return fn
 
@@ -252,7 +269,7 @@ class PointIndex:
         if self.n == 0 or box.modes()[0].shape == 0:
             return np.zeros((2, 0), np.int64)
         args = dict(B=box, P=self.tensor, **args)
-        k = self.kernels[name] = ct_compile(EINSUMS[name], out=Dense(SparseList(Pattern(), shape=self.n)), **args)
+        k = compiled(self.kernels, name, EINSUMS[name], args, out=Dense(SparseList(Pattern(), shape=self.n)))
         out = k(**args)
         fibers = out.levels()[1]
         q = np.repeat(rows, np.diff(fibers.ptr))
@@ -266,8 +283,19 @@ class PointIndex:
         key.sort(kind="stable")
         return np.stack(np.divmod(key, self.n))
 
-    def box_many(self, lo, hi) -> np.ndarray:
-        """(2, k) int64 pairs (query index, point id) of points in each closed box lo[i]..hi[i]."""
+    def _chunked(self, name, lo, hi, rows, workers, **vectors):
+        """`_pairs` of the clipped boxes lo, hi of the queries `rows`, split into contiguous chunks
+        of queries over `workers` threads; per-query vectors (X, Y, R) are sliced with the boxes."""
+        def chunk(a, b):
+            vec = {k: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v[a:b])), b - a)) for k, v in vectors.items()}
+            return self._pairs(name, _box_tensor(lo[a:b], hi[a:b]), rows[a:b], **vec)
+        parts = map_chunks(chunk, len(rows), workers)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+    def box_many(self, lo, hi, workers: int = 1) -> np.ndarray:
+        """(2, k) int64 pairs (query index, point id) of points in each closed box lo[i]..hi[i].
+        `workers`: threads the queries are split over (contiguous chunks; the same pairs)."""
+        workers = check_workers(workers)
         lo, hi = boxes_arg(lo, "lo"), boxes_arg(hi, "hi")
         if lo.shape != hi.shape:
             raise FormatError(f"lo has shape {lo.shape} but hi has {hi.shape}")
@@ -276,18 +304,19 @@ class PointIndex:
             i, j = bad[0]
             raise FormatError(f"lo[{i}, {j}] = {lo[i, j]!r} is greater than hi[{i}, {j}] = {hi[i, j]!r}")
         lo, hi, rows = self._clip_many(lo, hi)
-        return self._pairs("box_many", _box_tensor(lo, hi), rows)
+        return self._chunked("box_many", lo, hi, rows, workers)
 
-    def radius_many(self, centers, r) -> np.ndarray:
+    def radius_many(self, centers, r, workers: int = 1) -> np.ndarray:
         """(2, k) int64 pairs (query index, point id) of points within distance r (scalar or one per
-        centre) of each centre."""
+        centre) of each centre.  `workers`: threads the queries are split over (contiguous chunks;
+        the same pairs)."""
+        workers = check_workers(workers)
         c = boxes_arg(centers, "center")
         m = len(c)
         rr = radii_arg(r, m)
         x0, y0, x1, y1 = _disk_box(c[:, 0], c[:, 1], rr)
         lo, hi, rows = self._clip_many(np.stack([x0, y0], 1), np.stack([x1, y1], 1))
-        vec = lambda v: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v[rows])), len(rows)))
-        return self._pairs("radius_many", _box_tensor(lo, hi), rows, X=vec(c[:, 0]), Y=vec(c[:, 1]), R=vec(rr))
+        return self._chunked("radius_many", lo, hi, rows, workers, X=c[rows, 0], Y=c[rows, 1], R=rr[rows])
 
     def _clip_many(self, lo, hi):
         """`_clip` of each box (row): (lo, hi, rows) of the boxes that meet the points' bounding
@@ -315,13 +344,6 @@ def _box_tensor(lo, hi, batched=True) -> Tensor:
     return Tensor(Dense(x, len(lo)) if batched else x, name="boxes")
 
 
-# A point the distance test accepts (fl(sqrt(fl(dx*dx) + fl(dy*dy))) <= r, dx = fl(x - ox)) has
-# |x - ox| <= r * (1 + 3u) (u = 2**-53, the roundings of dx, dx*dx and sqrt), which can exceed
-# ox + r by many ulps of ox + r when |ox + r| << r (ox = -88.6, r = 91.9: x = 3.3).  So the box is
-# widened by r * 2**-50 = 8ur, then by two ulps for the roundings of the sums themselves.
-DISK_PAD = 2.0 ** -50
-
-
 def _disk_box(ox, oy, r):
     """The bounding box of a disk, widened by DISK_PAD * r and two ulps on each side so that
     rounding in ox ± r or in the distance never cuts off a point the distance test accepts."""
@@ -345,24 +367,30 @@ def index(points, cell_points: int = CELL_POINTS) -> PointIndex:
     return points if isinstance(points, PointIndex) else PointIndex(points, cell_points)
 
 
-def box_query(points, lo, hi, sort: bool = True) -> np.ndarray:
+def box_query(points, lo, hi, sort: bool = True, workers: int = 1) -> np.ndarray:
     """Points in the closed box lo..hi: ids for lo, hi of shape (2,) (sorted unless sort=False);
     (2, k) pairs (query index, point id) for (m, 2) arrays of boxes (Shapely's
     `STRtree.query(boxes)` convention), always sorted (`sort` applies to single queries).
-    Raises TypeError for a `sort` that is not a bool."""
+    `workers` (batches): threads the boxes are split over, in contiguous chunks; the pairs are the
+    same as with workers=1.  Raises TypeError for a `sort` that is not a bool, TypeError or
+    ValueError for a bad `workers` (see the module docstring)."""
     as_flag(sort, "sort")
+    check_workers(workers)
     idx = index(points)
     if np.ndim(lo) == 2 or np.ndim(hi) == 2:
-        return idx.box_many(lo, hi)
+        return idx.box_many(lo, hi, workers)
     return idx.box(lo, hi, sort)
 
 
-def radius_query(points, center, r, sort: bool = True) -> np.ndarray:
+def radius_query(points, center, r, sort: bool = True, workers: int = 1) -> np.ndarray:
     """Points at distance <= r of center: ids for one centre (2,) (sorted unless sort=False); (2, k)
     pairs (query index, point id) for (m, 2) centres, with r a number or one radius per centre,
-    always sorted (`sort` applies to single queries).  Raises TypeError for a non-bool `sort`."""
+    always sorted (`sort` applies to single queries).  `workers` (batches): threads the centres are
+    split over, in contiguous chunks; the pairs are the same as with workers=1.  Raises TypeError
+    for a non-bool `sort`, TypeError or ValueError for a bad `workers`."""
     as_flag(sort, "sort")
+    check_workers(workers)
     idx = index(points)
     if np.ndim(center) == 2:
-        return idx.radius_many(center, r)
+        return idx.radius_many(center, r, workers)
     return idx.radius(center, r, sort)

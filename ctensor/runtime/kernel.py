@@ -415,6 +415,19 @@ class Kernel:
     def _rebuild(self, tensors, cells):
         return rebuild_output(self.out_fmt, self.plan, self.merge_output, tensors, cells)
 
+    # ------------------------------------------------------------------ embedding (runtime.abi, runtime.embed)
+    @property
+    def abi(self):
+        """The argument block's fields, entry points and status codes (`runtime.abi.Abi`)."""
+        from .abi import abi_of
+        return abi_of(self)
+
+    def llvm_module(self):
+        """A new llvmlite ModuleRef holding this kernel's functions, to link into another module
+        (`runtime.embed.llvm_module`)."""
+        from .embed import llvm_module
+        return llvm_module(self)
+
 
 def _split_pointwise(terms, tensors) -> bool:
     """Split a pointwise ⊕ into one nest per term: `POINTWISE_SPLIT` or more terms read tensors,

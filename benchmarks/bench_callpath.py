@@ -1,0 +1,221 @@
+"""Per-call overhead of compiled kernels on tiny inputs (issue 27), each next to a numba ``@njit``
+function doing the same work called from Python, in the same run:
+
+* ``dot``: the interval dot product ``s[] = A[x] * B[x] * d(x; lebesgue)`` on 3 + 2 runs:
+  ``k(A=A, B=B)``, ``ct.einsum(...)`` with its cached kernel, a `PackedCall.run` (the packed block
+  reused), and numba's two-pointer merge;
+* ``genomics count``: ``genomics.count_overlaps`` of 10 queries against a prebuilt index of 1,000
+  intervals (the DataFrame API and the index's array API) and numba's two binary searches a query;
+* ``spatial box``: ``spatial.box_query`` of one box over 10,000 points (~25 hits, sorted ids) and a
+  numba x-slab scan over points sorted by x;
+* ``loop 1e6``: a numba loop making 1e6 tiny calls of ``s[] = A[x + c] * B[x] * d(x; lebesgue)``
+  (``c`` changes every call, so no call is loop-invariant): the kernel through its ctypes function
+  (an external call), the kernel inlined (`ctensor.runtime.embed.numba_inline`), and a numba
+  function doing the same merge.
+
+    python -m pytest benchmarks/bench_callpath.py --benchmark-json=callpath.json
+    python benchmarks/callpath_report.py callpath.json
+
+Every result is checked against the numba one before timing.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pandas as pd
+import pytest
+
+import ctensor as ct
+import ctensor.apps.genomics as g
+import ctensor.apps.spatial as sp
+from ctensor.runtime.embed import numba_inline
+
+DOT = "s[] = A[x] * B[x] * d(x; lebesgue)"
+SHIFTED = "s[] = A[x + c] * B[x] * d(x; lebesgue)"
+A_RUNS = (np.array([0.0, 5.0, 9.0]), np.array([2.0, 7.0, 9.5]), np.array([3.0, 1.0, 2.0]))
+B_RUNS = (np.array([1.0, 8.0]), np.array([6.0, 12.0]), np.array([2.0, 0.5]))
+LOOP = 1_000_000
+
+
+@numba.njit(cache=False)
+def numba_dot(la, ra, va, lb, rb, vb, c):
+    """∫ A(x + c)·B(x) dx: branchless two-pointer merge of half-open runs (A's shifted by -c)."""
+    i = j = 0
+    s = 0.0
+    while i < la.shape[0] and j < lb.shape[0]:
+        al, ar = la[i] - c, ra[i] - c
+        s += max(min(ar, rb[j]) - max(al, lb[j]), 0.0) * va[i] * vb[j]
+        a_done = ar <= rb[j]
+        b_done = rb[j] <= ar
+        i += a_done
+        j += b_done
+    return s
+
+
+def _tensors():
+    return ct.intervals(*A_RUNS[:2], values=A_RUNS[2]), ct.intervals(*B_RUNS[:2], values=B_RUNS[2])
+
+
+# ---------------------------------------------------------------- dot: one call from Python
+@pytest.mark.parametrize("impl", ["ctensor_call", "ctensor_einsum", "ctensor_packed_run", "numba"])
+def test_dot(benchmark, impl):
+    benchmark.group = "dot (3 + 2 runs)"
+    A, B = _tensors()
+    k = ct.compile(DOT, A=A, B=B)
+    want = numba_dot(*A_RUNS, *B_RUNS, 0.0)
+    if impl == "ctensor_call":
+        fn = lambda: k(A=A, B=B)                                            # noqa: E731
+    elif impl == "ctensor_einsum":
+        fn = lambda: ct.einsum(DOT, A=A, B=B)                               # noqa: E731
+    elif impl == "ctensor_packed_run":
+        call = k.pack(A=A, B=B)
+
+        def fn():
+            call.run()
+            return call.out_cell[0]
+    else:
+        fn = lambda: numba_dot(*A_RUNS, *B_RUNS, 0.0)                       # noqa: E731
+    assert fn() == pytest.approx(want)
+    benchmark(fn)
+
+
+# ---------------------------------------------------------------- genomics: 10 queries
+@numba.njit(cache=False)
+def numba_count(starts, ends, qs, qe):
+    """Data intervals [s, e) (s < e) overlapping each [qs, qe): starts < qe minus ends <= qs."""
+    out = np.empty(qs.shape[0], np.int64)
+    for i in range(qs.shape[0]):
+        out[i] = np.searchsorted(starts, qe[i], "left") - np.searchsorted(ends, qs[i], "right")
+    return out
+
+
+@pytest.fixture(scope="module")
+def genome():
+    rng = np.random.default_rng(11)
+    start = np.sort(rng.integers(0, 1_000_000, 1000))
+    end = start + rng.integers(1, 5000, 1000)
+    data = pd.DataFrame({"chrom": "chr1", "start": start, "end": end})
+    qs = np.sort(rng.integers(0, 1_000_000, 10))
+    query = pd.DataFrame({"chrom": "chr1", "start": qs, "end": qs + rng.integers(1, 20_000, 10)})
+    idx = g.index(data)
+    peer = (np.sort(start).astype(np.int64), np.sort(end).astype(np.int64),
+            query["start"].to_numpy(np.int64), query["end"].to_numpy(np.int64))
+    return data, query, idx, peer
+
+
+@pytest.mark.parametrize("impl", ["ctensor", "ctensor_index_arrays", "numba"])
+def test_genomics_count(benchmark, impl, genome):
+    benchmark.group = "genomics count (10 queries, 1000 intervals)"
+    data, query, idx, peer = genome
+    want = numba_count(*peer)
+    if impl == "ctensor":
+        fn = lambda: g.count_overlaps(query, idx)["count"].to_numpy()      # noqa: E731
+    elif impl == "ctensor_index_arrays":
+        qs, qe, chrom = query["start"].to_numpy(), query["end"].to_numpy(), query["chrom"].to_numpy(dtype=object)
+        fn = lambda: idx.count_overlaps(qs, qe, chrom)                      # noqa: E731
+    else:
+        fn = lambda: numba_count(*peer)                                     # noqa: E731
+    np.testing.assert_array_equal(fn(), want)
+    benchmark(fn)
+
+
+# ---------------------------------------------------------------- spatial: one box
+@numba.njit(cache=False)
+def numba_box(xs, ys, ids, x0, y0, x1, y1):
+    """Ids of the points (sorted by x) in the closed box, sorted."""
+    i0, i1 = np.searchsorted(xs, x0, "left"), np.searchsorted(xs, x1, "right")
+    out = np.empty(i1 - i0, np.int64)
+    n = 0
+    for i in range(i0, i1):
+        if y0 <= ys[i] <= y1:
+            out[n] = ids[i]
+            n += 1
+    return np.sort(out[:n])
+
+
+@pytest.fixture(scope="module")
+def space():
+    rng = np.random.default_rng(12)
+    xy = rng.uniform(0, 100, (10_000, 2))
+    order = np.argsort(xy[:, 0], kind="stable")
+    peer = (xy[order, 0].copy(), xy[order, 1].copy(), order.astype(np.int64))
+    return sp.index(xy), peer
+
+
+@pytest.mark.parametrize("impl", ["ctensor", "numba"])
+def test_spatial_box(benchmark, impl, space):
+    benchmark.group = "spatial box (10,000 points, ~25 hits)"
+    idx, peer = space
+    lo, hi = (40.0, 40.0), (45.0, 45.0)
+    want = numba_box(*peer, *lo, *hi)
+    if impl == "ctensor":
+        fn = lambda: sp.box_query(idx, lo, hi)                              # noqa: E731
+    else:
+        fn = lambda: numba_box(*peer, *lo, *hi)                             # noqa: E731
+    np.testing.assert_array_equal(fn(), want)
+    assert 10 <= want.size <= 60
+    benchmark(fn)
+
+
+# ---------------------------------------------------------------- 1e6 calls from a numba loop
+@pytest.fixture(scope="module")
+def shifted():
+    A, B = _tensors()
+    k = ct.compile(SHIFTED, A=A, B=B, c=0.0)
+    call = k.pack(A=A, B=B, c=0.0)
+    return k, call, k.abi.slot(role="scalar")
+
+
+def _loops(k, slot):
+    ext, inl = k.ctypes_function, numba_inline(k)
+
+    @numba.njit(cache=False)
+    def loop_ctypes(block, out, n):
+        fb, s = block.view(np.float64), 0.0
+        for i in range(n):
+            fb[slot] = i * 1e-6                          # the scalar c, bit-cast into its slot
+            ext(block.ctypes.data)
+            s += out[0]                                  # the result cell
+        return s
+
+    @numba.njit(cache=False)
+    def loop_inlined(block, out, n):
+        fb, s = block.view(np.float64), 0.0
+        for i in range(n):
+            fb[slot] = i * 1e-6
+            inl(block)
+            s += out[0]
+        return s
+
+    @numba.njit(cache=False)
+    def loop_numba(la, ra, va, lb, rb, vb, n):
+        s = 0.0
+        for i in range(n):
+            s += numba_dot(la, ra, va, lb, rb, vb, i * 1e-6)
+        return s
+    return loop_ctypes, loop_inlined, loop_numba
+
+
+@pytest.mark.parametrize("impl", ["ctensor_ctypes_call", "ctensor_inlined", "numba"])
+def test_loop_1e6(benchmark, impl, shifted):
+    benchmark.group = "numba loop, 1e6 calls"
+    k, call, slot = shifted
+    loop_ctypes, loop_inlined, loop_numba = _loops(k, slot)
+    out = call.out_cell
+    want = loop_numba(*A_RUNS, *B_RUNS, 1000)
+    assert loop_inlined(call.block, out, 1000) == pytest.approx(want, rel=1e-12)
+    assert loop_ctypes(call.block, out, 1000) == pytest.approx(want, rel=1e-12)
+    if impl == "ctensor_ctypes_call":
+        args = (call.block, out, LOOP)
+        fn = loop_ctypes
+    elif impl == "ctensor_inlined":
+        args = (call.block, out, LOOP)
+        fn = loop_inlined
+    else:
+        args = (*A_RUNS, *B_RUNS, LOOP)
+        fn = loop_numba
+    benchmark.pedantic(fn, args=args, rounds=7, warmup_rounds=1)
+
+
+# ---------------------------------------------------------------- thread scaling
+# (section reserved for the lead: batched genomic counts and spatial queries at 1 and 2 threads)

@@ -42,10 +42,15 @@ PROGRAMS = [
      lambda: {"Box": ct.box([0, 0], [3, 3]), "P": ct.points(np.array([[0.0, 0.0], [1.0, 1.0], [3.0, 0.5]]))}),
     ("s[] = A[x] * d(x; counting)", lambda: {"A": ct.Tensor(ct.SparseList(ct.Element(0, val=np.array([2, 3])),
                                                                            [0, 2], [0.5, 1.5]))}),
+    ("Out[id] = (Box[x, y] & P[x, y, id]) * d(x, y; boolean, boolean)",          # UniformGrid, SparsePoint
+     lambda: {"Box": ct.box([2, 2], [6, 7]), "P": ct.points(np.random.default_rng(1).uniform(0, 10, (50, 2)),
+                                                            grid=(4, 4))}),
+    ("s[] = A[x] * n * d(x; lebesgue)", lambda: {"A": _dot_inputs()[0], "n": 3}),           # int scalar
+    ("s[] = (A[x] > 0 & flag) * d(x; lebesgue)", lambda: {"A": _dot_inputs()[0], "flag": True}),  # bool
 ]
 
 
-@pytest.mark.parametrize("text,make", PROGRAMS, ids=[p[0].split("=")[0].strip() for p in PROGRAMS])
+@pytest.mark.parametrize("text,make", PROGRAMS, ids=[f"{k}-{p[0].split('=')[0].strip()}" for k, p in enumerate(PROGRAMS)])
 def test_abi_fields_match_pack(text, make):
     """Every field names the slot `pack` writes, with the value the field says goes there."""
     args = make()

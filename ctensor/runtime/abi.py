@@ -91,7 +91,7 @@ _GROWN = {
     ("SparseByteMap", "tbl"): ("int8", "tbl[p*shape + i] != 0 iff id i of fiber p was written (npos*shape values)"),
     ("SparseByteMap", "srt"): ("int64", "the slots p*shape + i written, in write order, unsorted (count[0] values)"),
     ("SparseByteMap", "count"): ("int64", "count[0]: the number of slots written (1 value)"),
-    ("Element", "val"): (None, "value of each position of the parent level (npos values)"),
+    ("Element", "val"): (None, "value of each position of the parent level (npos values; 0/1 bytes for a bool leaf)"),
 }
 
 
@@ -275,7 +275,8 @@ def build_abi(getters, params, symbol, address, packed_address, formats, out_fmt
         elif g[0] == "outshape":
             role = OUTPUT_SHAPE
             tensor, depth = g[1]
-            level = levels.get(tensor, [None] * (depth + 1))[depth] if depth < len(levels.get(tensor, ())) else None
+            modes = [n for n in levels.get(tensor, ()) if n not in ("UniformGrid", "Element", "Pattern")]
+            level = modes[depth] if depth < len(modes) else None
             meaning = "coordinates of the Dense output level fed by this input mode"
         else:
             raise ValueError(f"unknown argument role {g!r} in slot {slot}")

@@ -41,7 +41,8 @@ def llvm_module(kernel) -> llvm.ModuleRef:
     """A new llvmlite ``ModuleRef`` with the kernel's optimised LLVM IR: the functions
     ``kernel.abi.symbol`` and ``kernel.abi.packed_symbol`` (external linkage) and declarations of
     libc ``realloc``/``free`` for kernels that grow outputs (resolved from the process when JITted).
-    Each call parses anew: ``ModuleRef.link_in`` consumes the module it is given."""
+    Each call parses anew: ``ModuleRef.link_in`` consumes the module it is given.  For bitcode
+    (another process, ``llvm-link``): ``llvm_module(k).as_bitcode()``."""
     with get_engine().lock:          # LLVM's global context is shared with the compiler
         return llvm.parse_assembly(kernel.llvm_ir)
 

@@ -8,10 +8,12 @@ perm, the prologue's arithmetic against math.nextafter and Python's min/max.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 from decimal import Decimal
 from fractions import Fraction
 import sys
+import time
 import tracemalloc
 
 import numpy as np
@@ -299,3 +301,88 @@ def test_checks_and_malformed_prologues():
     k = ct.compile("C[x] = A[x] * A[x]", A=A)
     with pytest.raises(TypeError, match="SparseList"):
         native_entry(k.pack(A=A), 0)
+
+
+# ---------------------------------------------------------------- GIL release (release=)
+def _busy(entry):
+    """A writable int64 view of the entry's busy slot (its context array is read-only to Python)."""
+    from ctensor.runtime.pyentry_emit import SLOT
+    ctx = entry.fn.__self__
+    return np.ctypeslib.as_array((ctypes.c_int64 * 1).from_address(ctx.ctypes.data + 8 * SLOT["busy"]))
+
+
+def test_release_condition_runs_the_kernel_and_guards_the_block():
+    """An entry that releases the GIL when b - a >= 50 gives the answers of one that never does; a
+    call that finds the block busy (another thread inside, without the GIL) returns None, so its
+    caller takes the Python path; the flag is cleared on every exit (good, failed check, bad id)."""
+    s, e, call, stores, keep = _stabbing()
+    holding = native_entry(call, 2, stores, [("le", ("arg", 0), ("arg", 1))], keep=keep)
+    s2, e2, call2, stores2, keep2 = _stabbing()
+    wide = ("le", ("const", 50.0), ("sub", ("arg", 1), ("arg", 0)))
+    entry = native_entry(call2, 2, stores2, [("le", ("arg", 0), ("arg", 1))], keep=keep2, release=wide)
+    busy = _busy(entry)
+    for a, b in [(10.0, 20.0), (-5.0, 80.0), (55.5, 55.5), (-np.inf, np.inf), (3.0, 2.0)]:
+        got, want = entry(a, b), holding(a, b)
+        assert (got is None and want is None) or np.array_equal(got, want)
+        assert busy[0] == 0
+    busy[0] = 1                                 # as while another thread runs the kernel
+    assert entry(0.0, 100.0) is None and entry(10.0, 20.0) is None
+    busy[0] = 0
+    assert np.array_equal(entry(0.0, 100.0), holding(0.0, 100.0))
+    perm = np.arange(100, 103, dtype=np.int64)            # ids >= 3 out of its range: None, flag cleared
+    short = native_entry(call2, 2, stores2, perm=perm, keep=keep2, release=wide)
+    assert short(0.0, 100.0) is None and _busy(short)[0] == 0
+
+
+def test_released_entry_lets_other_threads_run(monkeypatch):
+    """While one thread's call runs a long kernel without the GIL, a Python thread keeps running
+    (it would be stopped for the whole call if the entry held the GIL); from 4 threads at once every
+    answer is the serial one or None (busy: the caller's Python path answers)."""
+    import threading
+    rng = np.random.default_rng(4)
+    n = 1_000_000
+    s = np.sort(rng.uniform(0, 1e6, n))
+    S, B = ct.interval_set(s, s + rng.uniform(0, 50, n), closed="both"), ct.box([0.0], [1.0])
+    k = ct.compile("Out[i] = (S[i, x] & B[x]) * d(x; boolean)", S=S, B=B, out=SparseList(Pattern(), shape=n))
+    lv = B.levels()[0]
+    stores = [(lv.left.ctypes.data, ("arg", 0)), (lv.right.ctypes.data, ("arg", 1))]
+    always = ("le", ("const", -1.0), ("arg", 0))
+    entry = native_entry(k.pack(S=S, B=B), 2, stores, [("le", ("arg", 0), ("arg", 1))],
+                         keep=(lv.left, lv.right), release=always)
+    serial = {q: entry(*q) for q in [(0.0, 1e6), (1e5, 2e5), (5.0, 6.0)]}
+    assert all(v is not None for v in serial.values())
+    # the spinning thread timestamps its steps; the GIL held for a whole call leaves none strictly
+    # inside the middle half of the call
+    stamps, stop, clock = [], threading.Event(), time.perf_counter
+
+    def spin():
+        while not stop.is_set():
+            stamps.append(clock())
+
+    t = threading.Thread(target=spin)
+    t.start()
+    fn, inside = entry.fn, 0
+    try:
+        for _ in range(30):
+            t0 = clock()
+            fn(0.0, 1e6)
+            t1 = clock()
+            lo, hi = t0 + (t1 - t0) / 4, t1 - (t1 - t0) / 4
+            inside += sum(lo < x < hi for x in stamps[-2000:])
+    finally:
+        stop.set()
+        t.join()
+    assert inside > 0
+    out = [[] for _ in range(4)]
+
+    def hammer(j):
+        for m in range(60):
+            q = list(serial)[(j + m) % 3]
+            out[j].append((q, entry(*q)))
+
+    threads = [threading.Thread(target=hammer, args=(j,)) for j in range(4)]
+    [x.start() for x in threads]
+    [x.join() for x in threads]
+    for q, got in (r for rows in out for r in rows):
+        assert got is None or np.array_equal(got, serial[q])
+    assert _busy(entry)[0] == 0

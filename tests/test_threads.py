@@ -158,6 +158,26 @@ def test_spatial_single_queries_from_4_threads(cloud, monkeypatch, native):
     assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got, serial))
 
 
+def test_spatial_large_single_queries_from_4_threads(cloud):
+    """Boxes and disks expected to hold more than `spatial_entry.RELEASE_AT` points: the native
+    entry runs their kernel without the GIL, and a query arriving meanwhile takes the Python path;
+    every answer equals the serial one and a brute-force scan."""
+    from ctensor.apps.spatial_entry import RELEASE_AT
+    xy, lo, _, _ = cloud
+    idx = spatial.index(xy)
+    side, radius = 25.0, 14.0                       # ~3,750 and ~3,700 points of 60,000 in 100 x 100
+    assert side * side * 6 > RELEASE_AT and np.pi * radius ** 2 * 6 > RELEASE_AT
+    m = 150
+    serial = [idx.box(lo[i], lo[i] + side) for i in range(m)] + [idx.radius(lo[i], radius) for i in range(m)]
+    for i in range(0, m, 31):
+        assert np.array_equal(serial[i], _brute_box(xy, lo[i], lo[i] + side))
+        near = np.flatnonzero(np.sqrt(((xy - lo[i]) ** 2).sum(1)) <= radius)
+        assert np.array_equal(serial[m + i], near)
+    got = _hammer(lambda i: idx.box(lo[i], lo[i] + side) if i < m else idx.radius(lo[i - m], radius),
+                  list(range(2 * m)), 4)
+    assert all(np.array_equal(a, b) for a, b in zip(got, serial))
+
+
 def test_spatial_native_and_python_paths_at_once(cloud):
     """Threads on the native entry and threads on the Python path of one index at the same time:
     the entry's argument block is its own."""

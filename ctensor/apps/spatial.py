@@ -28,7 +28,9 @@ when an index builds its entry, at its first query of each kind).
 Threads.  One `PointIndex` may be queried from many threads at once.  The Python path of single
 queries packs one argument block per thread (the query box is written into it in place); the
 native entry has a block of its own and holds the GIL from the moment it writes the query until it
-returns, so no other thread can touch its block meanwhile.  Batched queries (`box_many`,
+returns, so no other thread can touch its block meanwhile, except for large queries (expected
+`spatial_entry.RELEASE_AT` ids or more), whose kernel runs without the GIL while a second thread's
+query takes the Python path.  Batched queries (`box_many`,
 `radius_many`, and the module functions with arrays of queries) take `workers=` (default 1, -1 for
 every core): the queries are split into that many contiguous chunks (of at least
 `workers.MIN_CHUNK` queries), each chunk's kernel call runs on a thread of a ThreadPoolExecutor
@@ -246,7 +248,7 @@ class PointIndex:
         if self.n:
             radius = name == "radius"
             call = self._entry_calls[name] = self._new_call(name, ("ox", "oy", "r") if radius else ())
-            entry = query_entry(call, radius, self.bounds, self.perm)
+            entry = query_entry(call, radius, self.bounds, self.perm, self.n)
         fn = self._native[name] = False if entry is None else entry.fn
         return fn
 

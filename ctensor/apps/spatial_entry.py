@@ -1,8 +1,14 @@
 """The native CPython entry of a `PointIndex` single-query kernel (`ctensor.runtime.pyentry`): the
 query's checks, the disk's bounding box and the clamp to the points' bounds as its prologue, the
-index's `perm` applied to its ids.  The entry holds the GIL from its first store into the argument
-block until it returns, so its block (which the index gives no other caller) is never in use by two
-threads."""
+index's `perm` applied to its ids.
+
+Threads.  The entry holds the GIL from its first store into the argument block until it returns,
+so its block (which the index gives no other caller) is never in use by two threads; except for a
+query expected to return `RELEASE_AT` ids or more (the box's area, or the disk's, times the mean
+density of points in their bounding box), whose kernel runs without the GIL so that other threads
+run meanwhile.  While such a query runs, a second thread's query finds the entry busy and takes the
+Python path (`ctensor.runtime.pyentry`, `release=`), with its own block.  Smaller queries run in
+well under the ~5 µs a contended GIL hand-over can cost, so they keep it."""
 from __future__ import annotations
 
 import math
@@ -15,14 +21,22 @@ from ..runtime.pyentry import native_entry, scalar_address
 # widened by r * 2**-50 = 8ur, then by two ulps for the roundings of the sums themselves.
 DISK_PAD = 2.0 ** -50
 
+# expected ids from which a single query runs its kernel without the GIL: the kernel then takes
+# several µs (about 2-4 ns per id written, plus the cells visited), far above the ~0.1 µs of
+# releasing and taking back an uncontended GIL
+RELEASE_AT = 2048.0
 
-def query_entry(call, radius: bool, bounds, perm):
+
+def query_entry(call, radius: bool, bounds, perm, n: int):
     """The native entry of `call` (a box or radius single-query PackedCall whose `box` holds the
     query box's endpoint arrays x.left, x.right, y.left, y.right), or None when unavailable
     (CTENSOR_NATIVE_ENTRY=0, `native_entry`).  Its checks are the validations of
     `spatial_input.pair_arg` / `radius_arg` and `PointIndex.box` (any failure -> None -> the
-    Python path raises), its stores `_disk_box_scalar` and `PointIndex._clip`."""
+    Python path raises), its stores `_disk_box_scalar` and `PointIndex._clip`.  `n` points."""
     ax, ay, bx, by = bounds
+    area = (bx - ax) * (by - ay)
+    # points per unit area; 0 (never release) for points on a line or a point, or an overflowed area
+    density = n / area if 0 < area < math.inf else 0.0
     arg = lambda i: ("arg", i)
     if radius:
         ox, oy, r = arg(0), arg(1), arg(2)
@@ -45,4 +59,10 @@ def query_entry(call, radius: bool, bounds, perm):
     hi_end = lambda e, a, b: ("max", ("min", e, ("const", b)), ("const", math.nextafter(a, -math.inf)))
     ends = (lo_end(x0, ax, bx), hi_end(x1, ax, bx), lo_end(y0, ay, by), hi_end(y1, ay, by))
     stores = scalars + [(a.ctypes.data, e) for a, e in zip(call.box, ends)]
-    return native_entry(call, 3 if radius else 4, stores, checks, perm=perm, keep=call.box)
+    if radius:
+        expected = ("mul", ("mul", r, r), ("const", math.pi * density))
+    else:
+        side = lambda lo, hi: ("max", ("sub", hi, lo), ("const", 0.0))
+        expected = ("mul", ("mul", side(ends[0], ends[1]), side(ends[2], ends[3])), ("const", density))
+    return native_entry(call, 3 if radius else 4, stores, checks, perm=perm, keep=call.box,
+                        release=("le", ("const", RELEASE_AT), expected))

@@ -37,10 +37,17 @@ numpy's `PyArray_DATA` (an inline function compiled into every numpy extension, 
 numpy's ABI in 1.x and 2.x) reads it; the output array's data pointer likewise.  `native_entry`
 checks this on a live array first and returns None if it does not hold.
 
-Not re-entrant: one entry shares its argument block and output buffers with its PackedCall, so
-concurrent calls (threads) of the entry or the PackedCall on the same block are not supported, as
-for `PackedCall.run`.  `CTENSOR_NATIVE_ENTRY=0` in the environment disables it (`native_entry`
-returns None and callers use their Python path).
+Threads.  One entry writes its query into one argument block (its PackedCall's) and reads the
+output buffers of that block.  By default it holds the GIL from its first store into the block
+until it returns (no Python code runs in between), so calls of the entry from many threads are
+serialised and safe, provided nothing else uses that PackedCall: give an entry a PackedCall of its
+own (`spatial.PointIndex` does).  With `release=` (a condition on the arguments, as `checks`) the
+entry runs the kernel without the GIL when the condition holds (PyEval_SaveThread /
+PyEval_RestoreThread around the call: for calls long enough that other threads should run
+meanwhile); a busy flag in its context, read and set under the GIL, then keeps a second thread
+off the block: that call returns None and its caller takes the Python path (which packs a block of
+its own).  `CTENSOR_NATIVE_ENTRY=0` in the environment disables entries (`native_entry` returns
+None and callers use their Python path).
 """
 from __future__ import annotations
 
@@ -113,14 +120,16 @@ def scalar_address(call, name: str) -> int:
     return call.address + 8 * k.scalar_slot[name]
 
 
-def native_entry(call, nargs: int, stores=(), checks=(), perm=None, keep=()) -> NativeEntry | None:
+def native_entry(call, nargs: int, stores=(), checks=(), perm=None, keep=(), release=None) -> NativeEntry | None:
     """Build the native entry of `call` (a `PackedCall`) taking `nargs` numbers.
 
     `stores`: sequence of (address, expr): int addresses of float64 slots that must stay valid as
     long as the entry lives (pass their owners in `keep`; the argument block is kept by `call`).
     `checks`: sequence of conditions, all true or the entry returns None.  `perm`: int32/int64 1-d
     numpy array mapping the kernel's ids to the returned ones (ids output only); ids must be < its
-    length (else < the output's shape when perm is None).
+    length (else < the output's shape when perm is None).  `release`: None (hold the GIL
+    throughout) or a condition, as in `checks`, under which the kernel runs without the GIL (see
+    the module docstring: a concurrent call then returns None).
 
     Returns None when disabled (CTENSOR_NATIVE_ENTRY=0) or when the array layout check fails.
     Raises TypeError for an output the entry cannot return (anything but one SparseList(Pattern())
@@ -135,9 +144,10 @@ def native_entry(call, nargs: int, stores=(), checks=(), perm=None, keep=()) -> 
     consts: list[float] = []
     stores = [(int(a), _check_expr(e, nargs, consts)) for a, e in stores]
     checks = [_check_cond(c, nargs, consts) for c in checks]
+    release = None if release is None else _check_cond(release, nargs, consts)
     if any(a <= 0 for a, _ in stores):
         raise ValueError("store addresses must be positive integers")
-    text, base = emit_entry(nargs, stores, checks, consts, output, perm_bits, _DATA_OFFSET)
+    text, base = emit_entry(nargs, stores, checks, consts, output, perm_bits, _DATA_OFFSET, release)
     (address,), llvm_ir = compile_llvm(text, base, (base,))
 
     n_fixed = len(SLOT)

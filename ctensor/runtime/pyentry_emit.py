@@ -5,6 +5,13 @@
 whose `self` is a numpy int64 array of context slots (layout `SLOT`, then one slot per store
 target, then one per float constant).  Every address the function uses is loaded from a slot, so
 the IR depends only on the prologue's shape and the output kind, never on the process.
+
+With a `release` condition the entry runs its kernel without the GIL when the condition holds
+(PyEval_SaveThread / PyEval_RestoreThread around the call).  Its argument block is then guarded by
+the `busy` slot, read and written only while the GIL is held (the GIL orders those accesses):
+an entry that finds it set returns None at once (its caller takes the Python path, which packs a
+block of its own), otherwise it sets it before its first store into the block and clears it on
+every exit after that.
 """
 from __future__ import annotations
 
@@ -14,9 +21,9 @@ from ..codegen.llvm_emit import _next_float
 
 CAPI = ("PyFloat_AsDouble", "PyErr_Occurred", "PyErr_Clear", "Py_IncRef", "Py_DecRef",
         "PyLong_FromSsize_t", "PyObject_Vectorcall", "PyFloat_FromDouble", "PyLong_FromLongLong",
-        "PyBool_FromLong")
+        "PyBool_FromLong", "PyEval_SaveThread", "PyEval_RestoreThread")
 SLOT = {name: k for k, name in enumerate(CAPI + ("None", "empty", "dtype", "kernel", "block", "out",
-                                                  "idx", "perm", "bound"))}
+                                                  "idx", "perm", "bound", "busy"))}
 
 PTR, I64, I32, I8, F64 = ir.PointerType(), ir.IntType(64), ir.IntType(32), ir.IntType(8), ir.DoubleType()
 _VECTORCALL_ARGUMENTS_OFFSET = 1 << 63
@@ -24,25 +31,28 @@ _SIGS = {"PyFloat_AsDouble": (F64, [PTR]), "PyErr_Occurred": (PTR, []), "PyErr_C
          "Py_IncRef": (ir.VoidType(), [PTR]), "Py_DecRef": (ir.VoidType(), [PTR]),
          "PyLong_FromSsize_t": (PTR, [I64]), "PyObject_Vectorcall": (PTR, [PTR, PTR, I64, PTR]),
          "PyFloat_FromDouble": (PTR, [F64]), "PyLong_FromLongLong": (PTR, [I64]),
-         "PyBool_FromLong": (PTR, [I64]), "kernel": (I32, [PTR])}
+         "PyBool_FromLong": (PTR, [I64]), "PyEval_SaveThread": (PTR, []),
+         "PyEval_RestoreThread": (ir.VoidType(), [PTR]), "kernel": (I32, [PTR])}
 BASE = "ctensor_pyentry"
 
 
-def emit_entry(nargs, stores, checks, consts, output, perm_bits, data_offset) -> tuple[str, str]:
+def emit_entry(nargs, stores, checks, consts, output, perm_bits, data_offset, release=None) -> tuple[str, str]:
     """(LLVM IR text, function name) of the entry; see `runtime.pyentry.native_entry` for the
-    arguments (stores and checks already validated, constants as ("const", slot))."""
+    arguments (stores, checks and `release` already validated, constants as ("const", slot))."""
     del consts                      # loaded from their slots: only where they start matters
-    return str(_Emitter(nargs, stores, checks, output, perm_bits, data_offset).module), BASE
+    return str(_Emitter(nargs, stores, checks, output, perm_bits, data_offset, release).module), BASE
 
 
 class _Emitter:
-    def __init__(self, nargs, stores, checks, output, perm_bits, data_offset):
+    def __init__(self, nargs, stores, checks, output, perm_bits, data_offset, release=None):
         self.module = m = ir.Module(name=BASE)
         fn = ir.Function(m, ir.FunctionType(PTR, [PTR, PTR, I64]), name=BASE)
         self.fn, (selfobj, args, n) = fn, fn.args
         self.b = b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.none_block = fn.append_basic_block("return_none")
         self.null_block = fn.append_basic_block("return_null")
+        self.ret_none, self.ret_null = self.none_block, self.null_block
+        self.guarded = False        # past the busy flag: every exit clears it (`exit`)
         self.vals, self.memo = [], {}
         self.const_base = len(SLOT) + len(stores)
         self.argv = b.alloca(PTR, ir.Constant(I64, 3), name="argv")         # vectorcall arguments
@@ -54,15 +64,62 @@ class _Emitter:
         for c in checks:
             self.branch_ok(self.cond(c), "check_ok")
         values = [self.expr(e) for _, e in stores]
+        if release is not None:
+            released = self.cond(release)
+            self.branch_ok(b.icmp_signed("==", self.slot(SLOT["busy"], I64), ir.Constant(I64, 0)), "not_busy")
+            self.set_busy(1)
+            self.guarded = True
+            self.none_block, self.null_block = self.exit(self.none_block, "none"), self.exit(self.null_block, "null")
         for j, v in enumerate(values):              # every store after every read of an argument
             b.store(v, self.slot(len(SLOT) + j, PTR), align=8)
-        status = self.capi("kernel", [self.slot(SLOT["block"], PTR)])
+        if release is None:
+            status = self.capi("kernel", [self.slot(SLOT["block"], PTR)])
+        else:
+            status = self.kernel_released(released)
         self.branch_ok(b.icmp_signed("==", status, ir.Constant(I32, 0)), "kernel_ok")
         if output == "ids":
             self.ids(perm_bits, data_offset)
         else:
             self.scalar(output)
         self.returns()
+
+    # ------------------------------------------------------------------ GIL release
+    def set_busy(self, v):
+        self.b.store(ir.Constant(I64, v), self.b.gep(self.ctx, [ir.Constant(I64, SLOT["busy"])], source_etype=I64),
+                     align=8)
+
+    def exit(self, target, name):
+        """A block that clears the busy flag and goes to `target`."""
+        blk = self.fn.append_basic_block(f"{name}_clear_busy")
+        here = self.b.block
+        self.b.position_at_end(blk)
+        self.set_busy(0)
+        self.b.branch(target)
+        self.b.position_at_end(here)
+        return blk
+
+    def kernel_released(self, released):
+        """status = kernel(block), without the GIL when `released` (an i1) holds."""
+        b = self.b
+        block = self.slot(SLOT["block"], PTR)
+        with b.if_else(released) as (then, otherwise):
+            with then:
+                state = self.capi("PyEval_SaveThread", [])
+                s1 = self.capi("kernel", [block])
+                self.capi("PyEval_RestoreThread", [state])
+                then_block = b.block
+            with otherwise:
+                s2 = self.capi("kernel", [block])
+                else_block = b.block
+        status = b.phi(I32, name="status")
+        status.add_incoming(s1, then_block)
+        status.add_incoming(s2, else_block)
+        return status
+
+    def ret(self, value):
+        if self.guarded:
+            self.set_busy(0)
+        self.b.ret(value)
 
     # ------------------------------------------------------------------ helpers
     def slot(self, k, typ):
@@ -134,7 +191,7 @@ class _Emitter:
         else:
             flag = b.icmp_unsigned("!=", b.load(cell, typ=I8, align=1), ir.Constant(I8, 0))
             res = self.capi("PyBool_FromLong", [b.zext(flag, I64)])
-        b.ret(res)            # NULL (an exception) if the allocation failed
+        self.ret(res)         # NULL (an exception) if the allocation failed
 
     def ids(self, perm_bits, data_offset):
         """ptr[start:stop] of the cells -> int64 array of perm[idx[k]], every bound checked."""
@@ -196,15 +253,15 @@ class _Emitter:
         self.capi("Py_DecRef", [arr])
         b.branch(self.none_block)
         b.position_at_end(fine)
-        b.ret(arr)
+        self.ret(arr)
 
     def returns(self):
         b = self.b
-        b.position_at_end(self.none_block)
+        b.position_at_end(self.ret_none)
         none = self.slot(SLOT["None"], PTR)
         self.capi("Py_IncRef", [none])
         b.ret(none)
-        b.position_at_end(self.null_block)
+        b.position_at_end(self.ret_null)
         b.ret(ir.Constant(PTR, None))
 
 

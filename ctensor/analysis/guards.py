@@ -142,15 +142,18 @@ class GuardProver:
         if self.stats["z3_checks"] >= self.max_checks:
             return None
         from . import guard_smt
-        from .smt import _LOCK                        # z3's context is shared with validity
+        from .smt import z3_locked                    # z3's context is shared with validity
         t0 = time.perf_counter()
-        with _LOCK:
+        # every z3 object is created, used and freed under the lock (issue 31 (d): the query was
+        # freed after the lock was released, racing another thread's z3 calls: segfaults, hangs)
+        with z3_locked():
             q = guard_smt.Query(canon, fact_ids, [root, *part_ids])
             try:
                 verdict = self._decide(q, root, op, part_ids)
             finally:
                 self.stats["z3_checks"] += q.checks
                 self.stats["z3_seconds"] += time.perf_counter() - t0
+                del q
         return verdict
 
     def _decide(self, q, root, op, part_ids):

@@ -17,11 +17,15 @@ coefficients); the constant check of a nonlinear term is QF_NRA (z3's nlsat).
 
 Every query runs under a deterministic resource limit (`RLIMIT`, digest §3.7: answers do not
 depend on machine load); `unknown` is reported as such, never as valid.  z3 contexts are not
-thread-safe: all queries run under one lock.
+thread-safe: every z3 object (here and in `guard_smt`) is created, used and freed under one lock,
+`z3_locked()`; a z3 object that outlives it (freed later by another thread) races the next
+query's calls into the same context (issue 31 (d): segfaults and hangs in z3).
 """
 from __future__ import annotations
 
 import threading
+import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -36,6 +40,19 @@ from .pattern import Pattern, term_indices
 # effort is far from linear in the limit)
 RLIMIT = 200_000
 _LOCK = threading.Lock()
+
+
+@contextmanager
+def z3_locked():
+    """Hold the z3 lock.  The caller frees its z3 objects before leaving the block; an exception
+    leaving it has its traceback's frames cleared first, so the z3 objects they hold are freed
+    under the lock too, not whenever the exception is dropped."""
+    with _LOCK:
+        try:
+            yield
+        except BaseException as e:
+            traceback.clear_frames(e.__traceback__)
+            raise
 
 
 @dataclass(frozen=True)
@@ -206,8 +223,8 @@ def _failure_base(enc: _Encoder, m, kind, **kw) -> Failure:
 def solve(p: Pattern) -> Outcome:
     """Decide validity of an access pattern with z3 (box check, then per index term the pinned and
     constant checks).  Returns an Outcome; never raises for an invalid or undecided program."""
-    with _LOCK:
-        return _solve_locked(p)
+    with z3_locked():
+        return _solve_locked(p)      # its frame, and every z3 object in it, ends under the lock
 
 
 def _solve_locked(p: Pattern) -> Outcome:

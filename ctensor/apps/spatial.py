@@ -30,12 +30,12 @@ queries packs one argument block per thread (the query box is written into it in
 native entry has a block of its own and holds the GIL from the moment it writes the query until it
 returns, so no other thread can touch its block meanwhile, except for large queries (expected
 `spatial_entry.RELEASE_AT` ids or more), whose kernel runs without the GIL while a second thread's
-query takes the Python path.  Batched queries (`box_many`,
-`radius_many`, and the module functions with arrays of queries) take `workers=` (default 1, -1 for
-every core): the queries are split into that many contiguous chunks (of at least
-`workers.MIN_CHUNK` queries), each chunk's kernel call runs on a thread of a ThreadPoolExecutor
-without the GIL, and the pairs are concatenated in query order, identical to `workers=1`.  A bad
-`workers` raises TypeError (not an int) or ValueError (0 or below -1).
+query takes the Python path.  Batched queries (`box_many`, `radius_many`, and the module functions
+with arrays of queries) take `workers=` (default 1, -1 for every core): the queries are split into
+that many contiguous chunks (of at least `workers.MIN_CHUNK` queries), each chunk's kernel call
+runs on a thread of a ThreadPoolExecutor without the GIL, and the pairs are concatenated in query
+order, identical to `workers=1`.  A bad `workers` raises TypeError (not an int) or ValueError (0
+or below -1).
 
 Pairs are sorted by query index, then point id.  `pts` is a `PointIndex` (built once by `index`) or
 anything `index` accepts.  Errors: `ctensor.FormatError` (NaN coordinates, wrong shape, lo > hi,
@@ -237,8 +237,8 @@ class PointIndex:
         validations of `_pair`, `_radius` and `box` as its checks (any failure -> None -> the Python
         path raises), `_disk_box_scalar` and `_clip` as its prologue, `perm` applied to its ids.
         False when unavailable (empty index, CTENSOR_NATIVE_ENTRY=0).  The entry gets a packed
-        call of its own (`_entry_calls`): it holds the GIL while it writes the query and runs the
-        kernel, so its block is never in use by two threads, and no Python path shares it."""
+        call of its own (`_entry_calls`), which no Python path shares; the entry keeps it to one
+        thread at a time (`spatial_entry`: the GIL, or its busy flag for large queries)."""
         with self._lock:
             fn = self._native.get(name)
             return self._build_entry(name) if fn is None else fn

@@ -30,13 +30,14 @@ COMPILE_LOCK = threading.RLock()
 
 
 def check_workers(workers) -> int:
-    """The number of threads `workers` asks for: a positive int, or -1 for every core
-    (`os.cpu_count()`).  Raises TypeError (not an int; bool refused) or ValueError (0, < -1)."""
+    """The number of threads `workers` asks for: a positive int, or -1 for every core this process
+    may run on (`os.sched_getaffinity`, else `os.cpu_count()`).  Raises TypeError (not an int; bool
+    refused) or ValueError (0, < -1)."""
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)):
         raise TypeError(f"workers: expected a positive int or -1 (all cores), got {workers!r}")
     workers = int(workers)
     if workers == -1:
-        return os.cpu_count() or 1
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if workers < 1:
         raise ValueError(f"workers: expected a positive int or -1 (all cores), got {workers}")
     return workers

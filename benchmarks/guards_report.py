@@ -24,7 +24,7 @@ from ctensor.apps.genome_index import EINSUMS as GENOME
 from ctensor.apps.genome_layout import BUILD, interval_tensor, values
 from ctensor.ir import nodes as ir
 from ctensor.ir.printer import format_expr
-from ctensor.runtime.kernel import Kernel
+from ctensor.driver import compile_kernel
 
 
 def cases():
@@ -73,7 +73,7 @@ def conds(stmts, out):
 def lower(text, tensors, kw, flag, clear):
     if clear:
         guards.guard_cache.clear()
-    k = Kernel(text, tensors, prove_guards=flag, **kw)
+    k = compile_kernel(text, tensors, prove_guards=flag, use_store=False, **kw)
     return k, k.compile_seconds["lower"] * 1e3
 
 

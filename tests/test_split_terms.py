@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import ctensor as ct
 from ctensor.lower.nest import UNION_MIN
-from ctensor.runtime.kernel import POINTWISE_SPLIT, Kernel
+from ctensor.driver import compile_kernel
+from ctensor.driver.build import POINTWISE_SPLIT
 
 from .helpers import breakpoints_1d, close, oracle, probes
 from .test_differential import interval_tensor
@@ -196,7 +197,7 @@ def test_code_grows_linearly_in_the_terms():
         for j in range(k):
             s = np.sort(rng.choice(50, 8, replace=False)).astype(float)
             ts[f"T{j}"] = ct.intervals(s, s + 0.5)
-        return len(Kernel(text(k), ts).ir)
+        return len(compile_kernel(text(k), ts).ir)
 
     for text in (lambda k: "C[x] = " + " | ".join(f"T{j}[x]" for j in range(k)),            # union protocol
                  lambda k: "s[] = (" + " + ".join(f"T{j}[x]" for j in range(k)) + ") * d(x; lebesgue)",
@@ -229,7 +230,7 @@ def test_mixed_expressions_read_by_the_union_protocol(form, measure, k, data):
 
 def test_mixed_expression_code_grows_linearly():
     ts = {f"T{j}": ct.intervals([j, j + 10.0], [j + 2.0, j + 11.0], values=[1.0, 2.0]) for j in range(9)}
-    size = {k: len(Kernel(f"s[] = ({MIXED['sum of products'](k)}) * d(x; counting)",
+    size = {k: len(compile_kernel(f"s[] = ({MIXED['sum of products'](k)}) * d(x; counting)",
                           {f"T{j}": ts[f"T{j}"] for j in range(k + 1)}).ir) for k in (4, 8)}
     assert size[8] < 2.5 * size[4], size
 
@@ -242,7 +243,7 @@ def test_products_of_tracks_whose_fill_does_not_annihilate(k):
                                 closed=["left", "both"]) for j in range(k)}
     prod = " * ".join(f"T{j}[x]" for j in range(k))
     text = f"s[] = ({prod}) * d(x; boolean)"
-    kernel = Kernel(text, ts, semiring="min")
+    kernel = compile_kernel(text, ts, semiring="min")
     assert kernel(**ts) == oracle(text, semiring="min", **ts).value
     check_1d("C[x] = " + " * ".join(f"(T{j}[x] + 7)" for j in range(k)), **ts)
 
@@ -290,5 +291,5 @@ def test_affine_union_code_grows_linearly():
         ts[f"T{j}"] = ct.intervals(s, s + 0.5, values=np.arange(1.0, 9.0))
     for form in ("T{j}[-x]", "T{j}[2*x]", "T{j}[a*x]"):
         text = lambda k: "s[] = (" + " + ".join(form.format(j=j) for j in range(k)) + ") * 2 * d(x; lebesgue)"
-        size = {k: len(Kernel(text(k), {**{f"T{j}": ts[f"T{j}"] for j in range(k)}, "a": -1.0}).ir) for k in (4, 8)}
+        size = {k: len(compile_kernel(text(k), {**{f"T{j}": ts[f"T{j}"] for j in range(k)}, "a": -1.0}).ir) for k in (4, 8)}
         assert size[8] < 2.5 * size[4], (form, size)

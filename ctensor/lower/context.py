@@ -30,6 +30,7 @@ class Context:
         self._stack: list[list] = [[]]
         self._names: dict[str, int] = {}
         self.epilogue: list = []                # statements run after the main loop nest
+        self.writebacks: list = []              # stores of grown buffers' cells, also run on failure
         # sparse outputs take appends in any coordinate order (a revisited output, merged after the
         # call by `runtime.merge_output`) instead of failing with STATUS_OUTPUT_ORDER
         self.unordered_output = False
@@ -221,7 +222,13 @@ class Context:
         self.emit(ir.If(cond, t, e))
 
     def fail_if(self, cond, status: int):
-        self.if_(cond, lambda: self.emit(ir.Return(status)))
+        """Return `status` when `cond` holds, after writing back the output buffers grown so far
+        (`GrowBuffer`): the caller frees them, or reuses them in a later call of its block."""
+        def fail():
+            for s in self.writebacks:
+                self.emit(s)
+            self.emit(ir.Return(status))
+        self.if_(cond, fail)
 
     def checked_mul(self, count, shape):
         """count * shape (i64, both >= 0) for the size of an output buffer, failing with
@@ -347,8 +354,10 @@ class GrowBuffer:
         self.cell = ctx.param(hint + "_cell", PtrType(I64), ("grow", owner, attr))
         self.ptr = ctx.mut(PtrType(elem), b.cast(PtrType(elem), b.load(ir.Read(self.cell), 0)), hint)
         self.cap = ctx.mut(I64, b.load(ir.Read(self.cell), 1), hint + "_cap")
-        ctx.epilogue.append(ir.Store(ir.Read(self.cell), b.i64(0), b.cast(I64, ir.Read(self.ptr))))
-        ctx.epilogue.append(ir.Store(ir.Read(self.cell), b.i64(1), ir.Read(self.cap)))
+        back = [ir.Store(ir.Read(self.cell), b.i64(0), b.cast(I64, ir.Read(self.ptr))),
+                ir.Store(ir.Read(self.cell), b.i64(1), ir.Read(self.cap))]
+        ctx.epilogue += back
+        ctx.writebacks += back
 
     @property
     def data(self):

@@ -7,13 +7,19 @@ compiling the same kernel skips LLVM optimisation and code generation.
 from __future__ import annotations
 
 from ..formats.level import Level, as_flag
+from ..lang.measure import Measure
 from ..formats.tensor import Tensor, check_nest
 from ..analysis.guards import enabled_by_default
 from ..lang.program import check_order
-from .kernel import Kernel, split_args, user_measures
+from .args import split_args, user_measures
+from .kernel import Kernel
 from .output_format import check_output_shape
 
 _CACHE: dict = {}
+# ct.einsum's first look: (text, options, argument names with each tensor's type and format key or
+# each scalar's type) -> the key in _CACHE.  A Tensor's format key is computed once per tensor
+# (`_format_key`), so a repeated einsum costs a dict lookup and the kernel's fast call.
+_EINSUM_KEYS: dict = {}
 
 
 def kernel_cache() -> dict:
@@ -80,8 +86,9 @@ def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=Fals
     key = _key(text, tensors, semiring, order, out, assume_valid, prove_guards)
     k = _CACHE.get(key)
     if k is None:
-        k = _CACHE[key] = Kernel(text, tensors, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
-                                 prove_guards=prove_guards)
+        from ..driver import compile_kernel       # the driver builds kernels (and imports this package)
+        k = _CACHE.setdefault(key, compile_kernel(text, tensors, semiring=semiring, order=order, out=out,
+                                                  assume_valid=assume_valid, prove_guards=prove_guards))
     if out is not None:
         check_output_shape(out, k, tensors)
     return k
@@ -93,5 +100,39 @@ def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False
     Returns a Python scalar for a 0-d output (``s[] = ...``), otherwise a `ct.Tensor`.
     See `compile` for the parameters and errors.
     """
+    if out is None and type(text) is str:
+        try:
+            fast = (text, semiring, order if order is None else tuple(order), assume_valid, prove_guards,
+                    tuple((k, _arg_key(v)) for k, v in tensors.items()))
+            k = _CACHE.get(_EINSUM_KEYS.get(fast))
+        except TypeError:           # unhashable options: the checked path says what is wrong
+            fast, k = None, None
+        if k is None:
+            key = _key(text, tensors, semiring, order, out, assume_valid, prove_guards)
+            compile(text, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
+                    prove_guards=prove_guards, **tensors)
+            k = _CACHE[key]
+            if fast is not None:
+                _EINSUM_KEYS[fast] = key
+        return k(**tensors)
     return compile(text, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
                    prove_guards=prove_guards, **tensors)(**tensors)
+
+
+def _arg_key(v):
+    """What the kernel of an einsum depends on in argument v: a tensor's format key, a scalar's
+    type (a measure's weight)."""
+    if type(v) is Tensor:
+        return _format_key(v)
+    if isinstance(v, Measure):
+        return (Measure, v.weight)
+    return type(v)
+
+
+def _format_key(t: Tensor):
+    # a tensor is immutable once built: its format key is computed once
+    try:
+        return t._format_key
+    except AttributeError:
+        key = t._format_key = t.level.format_key()
+        return key

@@ -1,88 +1,32 @@
-"""`Kernel`: a compiled continuous einsum, callable on tensors of the formats it was compiled for.
+"""`Kernel`: a compiled continuous einsum — the artifact of the compiler driver (`ctensor.driver`) and
+its call.  No compilation logic lives here: a kernel holds its `KernelSpec` (what the compiler
+decided, `runtime.spec`) and its machine code (`codegen.CompiledFunction`), and runs it.
 
-Compilation (DESIGN.md §1): parse → plan (dimensions, loop order, measures) → notation with the
-tensors as virtual fibers → recursive looplet lowering into IR → llvmlite O3 → native code.  A call
-packs every buffer address, shape and scalar into one int64 argument block, runs the packed entry
-point, and rebuilds the output from the buffers the kernel grew with realloc.
+A call writes one int64 argument block (slot k = parameter k; `Kernel.abi`), runs the packed entry
+point without the GIL, and rebuilds the output from the buffers the kernel grew with realloc.  The
+common call takes `runtime.fastcall` (a few µs of Python); every other case — other data facts, a
+revisited sparse output, a sum to recompute pointwise, an error — the checked path below.
 """
 from __future__ import annotations
 
 import math
-import time
+import threading
 
 import numpy as np
 
-from ..analysis.guards import enabled_by_default
-from ..codegen import compile_function
-from ..errors import FormatError, InvalidProgramError
-from ..formats.dense import Dense
-from ..formats.level import Level, strip_facts
-from ..formats.sparse_byte_map import SparseByteMap
+from ..errors import FormatError
+from ..formats.level import strip_facts
 from ..formats.tensor import Tensor
-from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.printer import format_function
-from ..ir.types import F64, I8, I64, PtrType
-from ..lang.measure import Measure
-from ..lang.parser import parse
 from ..lang.affine import form
-from ..lang.program import accesses, make_plan, scalar_names
-from ..looplets.nodes import Hollow
-from ..lower.context import Context
-from ..lower.lowerer import lower, read_scalars
-from ..lower.nest import expanded_terms, loop_nest, mark_all_unions, mark_unions, reduction_terms, union_read
-from ..lower.tile import plan_tiles, tile_extents
-from ..lower.notation import Access, ScalarOut, Val, walk_accesses
-from ..lower.program_notation import counting_additive, notation, root_cover
-from .recursion import deep
+from ..lang.program import accesses
+from .args import split_args, user_measures
+from .fastcall import SLOW, Failed, FastCall
 from .merge_output import unmergeable
-from .output_format import NP_DTYPE, check_output_format, default_output, rebuild_output
+from .output_format import NP_DTYPE, rebuild_output
 from .packed import PackedCall
-
-_IR = {"bool": I8, "int": I64, "float": F64}
-# a pointwise ⊕ of this many terms or more (not all read by the union protocol, which is linear
-# in one pass) compiles one loop nest per term (`lower.nest`): one pass over k such terms has
-# ~2**k code paths (unions of runs, k = 3: 0.2-0.6 s to compile, k = 4: 0.8-2.5 s, k = 5: 2-8 s,
-# k = 7: minutes), while the merge of the passes makes a call several times slower (100k runs per
-# term: 12 ms one pass, 84 ms split, at k = 4)
-POINTWISE_SPLIT = 4
-
-
-def split_args(kwargs):
-    """(tensors, scalars) of the keyword arguments; user measures (`ct.Measure`) are skipped
-    (`user_measures`)."""
-    tensors, scalars = {}, {}
-    for k, v in kwargs.items():
-        if isinstance(v, Measure):
-            continue
-        if isinstance(v, Tensor):
-            tensors[k] = v
-        elif isinstance(v, (bool, np.bool_)):
-            scalars[k] = (bool(v), "bool")
-        elif isinstance(v, (int, np.integer)):
-            scalars[k] = (int(v), "int")
-        elif isinstance(v, (float, np.floating)):
-            scalars[k] = (float(v), "float")
-        else:
-            raise TypeError(f"argument {k!r} must be a ct.Tensor, a number or a ct.Measure, got {type(v).__name__}")
-    return tensors, scalars
-
-
-def user_measures(kwargs) -> dict:
-    """The `ct.Measure` keyword arguments: name -> Measure (named in d(...))."""
-    return {k: v for k, v in kwargs.items() if isinstance(v, Measure)}
-
-
-def _read_args(es, plan, tensors, scalars):
-    """The tensors and scalars the program reads (others are ignored, at compile time and in calls:
-    the kernel neither records nor requires them).  A scalar named like a loop index would be
-    ignored too (the index wins), which is refused: InvalidProgramError."""
-    clash = sorted(set(scalars) & set(plan.kinds))
-    if clash:
-        raise InvalidProgramError(f"{clash[0]!r} is a loop index of {es.text!r}; it cannot also be passed "
-                                  f"as a scalar ({clash[0]}={scalars[clash[0]][0]!r})")
-    read = {a.tensor for a in accesses(es.rhs)} | set(scalar_names(plan.rhs))
-    return ({k: v for k, v in tensors.items() if k in read}, {k: v for k, v in scalars.items() if k in read})
+from .buffers import free
 
 
 class OtherFacts(TypeError):
@@ -112,160 +56,43 @@ class Kernel:
     coordinates (`C[x] = S[i, x] * d(i; counting)`, the coverage depth), the call runs a sibling
     kernel (`merge_output=True`) that appends every pass unchecked, and the runtime ⊕-merges the
     passes (`runtime.merge_output`).  `pack`/`address` run this kernel, which reports such data
-    with InvalidProgramError.  A pointwise ⊕ of `POINTWISE_SPLIT` or more terms into such an
-    output that the union protocol cannot read in one pass (`C[x] = A[x]*B[x] + D[x]*E[x] + …`,
-    `lower.nest.union_read`) is compiled that way from the start, one pass per term; code
+    with InvalidProgramError.  A pointwise ⊕ of `driver.build.POINTWISE_SPLIT` or more terms into
+    such an output that the union protocol cannot read in one pass (`C[x] = A[x]*B[x] + D[x]*E[x] +
+    …`, `lower.nest.union_read`) is compiled that way from the start, one pass per term; code
     calling its `address` directly gets the unmerged passes.
 
+    Calls are thread-safe: each builds its own argument block and output buffers, the native code
+    runs without the GIL, and sibling kernels are compiled once under a lock.
+
     Attributes: `ir` (printed ctensor IR), `llvm_ir` (optimised LLVM IR), `address` (of the native
-    function taking one pointer to an int64 argument block), `compile_seconds`, `plan`,
-    `guard_stats` (what the z3 guard prover did, `ctensor.analysis.guards`; None when off).
+    function taking one pointer to an int64 argument block), `compile_seconds`, `plan`, `spec`,
+    `guard_stats` (what the z3 guard prover did, `ctensor.analysis.guards`; None when off),
+    `source` ('compiled', or 'disk' when loaded from the on-disk kernel cache without lowering).
     """
 
-    @deep
-    def __init__(self, text, kwargs, semiring=None, order=None, out=None, assume_valid=False,
-                 prove_guards=None, split_sums=True, merge_output=False):
-        t0 = time.perf_counter()
-        self._split_ok = split_sums
-        self.merge_output = merge_output
-        self.prove_guards = enabled_by_default() if prove_guards is None else bool(prove_guards)
-        tensors, scalars = split_args(kwargs)
-        self._measures = user_measures(kwargs)     # kept for sibling kernels, whose calls omit them
-        es = parse(text)
-        self.text, self.es = text, es
-        self.plan = plan = make_plan(es, tensors, scalars, semiring, order, assume_valid=assume_valid,
-                                     measures=self._measures)
-        tensors, scalars = _read_args(es, plan, tensors, scalars)
-        self.formats = {k: t.level.format_key() for k, t in tensors.items()}
-        # for a sibling kernel: tensors of these formats whose data facts differ (`_sibling`)
-        self._options = dict(semiring=semiring, order=order, out=out, assume_valid=assume_valid,
-                             prove_guards=prove_guards, merge_output=merge_output)
-        self._siblings = {}
-        self.format_strs = {k: t.level.format_str() for k, t in tensors.items()}
-        self.scalar_kinds = {k: s[1] for k, s in scalars.items()}
-        if out is not None and not isinstance(out, (Tensor, Level)):
-            raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
-                            f"got {type(out).__name__}")
-        out_fmt = out.level.empty() if isinstance(out, Tensor) else (out.empty() if isinstance(out, Level) else None)
-        if es.out_idxs and out_fmt is None:
-            out_fmt = default_output(plan)
-        if out_fmt is not None and out_fmt.ndim != len(es.out_idxs):
-            raise InvalidProgramError(f"out= format has {out_fmt.ndim} modes but {es.out} has {len(es.out_idxs)}")
-        if out is not None and out_fmt is not None:
-            check_output_format(out_fmt, plan)
-        self.out_fmt = out_fmt
-        self._build(tensors, scalars)
+    def __init__(self, spec, compiled, fn=None, fn_loader=None, source="compiled"):
+        self.spec, self.compiled, self.source = spec, compiled, source
+        self._fn, self._fn_loader = fn, fn_loader
+        self.text, self.es, self.plan = spec.text, spec.es, spec.plan
+        self.formats, self.format_strs, self.scalar_kinds = spec.formats, spec.format_strs, spec.scalar_kinds
+        self.out_fmt, self.getters = spec.out_fmt, spec.getters
+        self.split_sums, self.merge_output = spec.split_sums, spec.merge_output
+        self.prove_guards, self.guard_stats = spec.prove_guards, spec.guard_stats
+        self.compile_seconds = spec.compile_seconds
+        self._measures, self._options = spec.measures, spec.options
         self.scalar_slot = {g[1]: k for k, g in enumerate(self.getters) if g[0] == "scalar"}
-        t1 = time.perf_counter()
-        self.compiled = compile_function(self.fn)
-        self.compile_seconds = {"lower": t1 - t0, **self.compiled.compile_seconds,
-                                "total": time.perf_counter() - t0}
+        self._siblings = {}
+        self._lock = threading.Lock()
+        self._fast = FastCall(self).call
 
-    # ------------------------------------------------------------------ compile
-    def _build(self, tensors, scalars):
-        plan, es = self.plan, self.es
-        ctx = Context(prove_guards=self.prove_guards)
-        ctx.unordered_output = self.merge_output
-        self.getters = []
-        roots, vlevels = {}, {}
-        used = [a.tensor for a in accesses(es.rhs)]
-        for name in dict.fromkeys(used):
-            t = tensors[name]
-            before = len(ctx.params)
-            roots[name] = v = t.level.virtualize(ctx, name, "read")
-            depth, lv = 0, v
-            while not getattr(lv, "is_leaf", True):
-                if not getattr(lv, "tile", False):      # keyed by mode, as plan.source is
-                    vlevels[(name, depth)] = lv
-                    depth += 1
-                lv = lv.child
-            self._input_getters(ctx, before, name, t)
-        svals = {}
-        for name in dict.fromkeys(scalar_names(plan.rhs)):   # make_plan checked they were passed
-            kind = scalars[name][1]
-            p = ctx.param(name, F64 if kind == "float" else I64, ("scalar", name))
-            self.getters.append(("scalar", name))
-            e = ir.Read(p)
-            svals[name] = Val(b.ne(e, b.i64(0)) if kind == "bool" else e, kind)
-        # output
-        if self.out_fmt is None:
-            cell = ctx.param(es.out + "_out", PtrType(_IR[plan.out_kind]), ("out",))
-            self.getters.append(("out",))
-            acc = ctx.mut(_IR[plan.out_kind] if plan.out_kind != "bool" else ir.I1,
-                          b.const(plan.fill, _IR[plan.out_kind] if plan.out_kind != "bool" else ir.I1), "acc")
-            lhs = Access(ScalarOut(acc, plan.out_kind), (), es.out, "update")
-        else:
-            before = len(ctx.params)
-            vout = self.out_fmt.virtualize(ctx, es.out, "write")
-            self._output_getters(ctx, before)
-            vout.declare(ctx, b.i64(1))
-            lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
-        tiling = plan_tiles(es, plan, tensors)
-        rhs = mark_unions(notation(plan.rhs, roots, svals, plan.kinds, tiling, root_cover(plan, vlevels, tiling)))
-        extents = {i: vlevels[plan.source[i]].extent() for i in plan.order}
-        order = plan.order
-        if tiling is not None:
-            extents, order = tile_extents(tiling, extents), tiling.order
-        random_access = self.out_fmt is None or all(isinstance(lv, (Dense, SparseByteMap))
-                                                     for lv in self.out_fmt.levels()[:-1])
-        fission = random_access and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
-            and counting_additive(plan, tensors)
-        # a float sum under Lebesgue (or counting, pinned as for integers) measures on real indices
-        # splits too (code linear in the terms, not exponential): exact while every term's integral
-        # is finite; a non-finite result is recomputed pointwise (`__call__`), where terms may
-        # cancel on an unbounded run (1 + -1 over (-inf, 0) is 0, not NaN)
-        real = {i: m for i, m in plan.measures.items() if plan.kinds[i] == "real"}
-        sums = expanded_terms(rhs)
-        self.split_sums = self._split_ok and random_access and plan.out_kind == "float" and plan.op == "+" \
-            and bool(real) and set(real.values()) <= {"lebesgue", "counting"} \
-            and all(m == "counting" for i, m in plan.measures.items() if i not in real) \
-            and ("counting" not in real.values() or counting_additive(plan, tensors)) \
-            and len(sums) > 1
-        first_reduced = next((k for k, i in enumerate(order) if i not in es.out_idxs), len(order))
-        terms, split_at = None, None
-        pointwise = not plan.measures and tiling is None and self.out_fmt is not None
-        if (fission or self.split_sums) and first_reduced < len(order):
-            terms, split_at = sums, first_reduced
-        elif pointwise and _split_pointwise(chain := reduction_terms(rhs, plan.op), tensors):
-            # a pointwise ⊕ of many terms: one nest per term (`lower.nest`); a sparse last output
-            # level is then revisited, once per term, and merged by the runtime
-            terms = chain
-            if random_access:
-                split_at = 0
-            elif order[-1] == es.out_idxs[-1] and unmergeable(self.out_fmt, plan) is None:
-                split_at = len(order) - 1
-                self.merge_output = ctx.unordered_output = True
-        if terms is None:
-            rhs = mark_all_unions(rhs, tensors)      # one nest over a long mixed expression: keep its code linear
-        lower(ctx, read_scalars(ctx, loop_nest(order, extents, lhs, plan.op, rhs, plan.measures, terms, split_at)))
-        if self.out_fmt is None:
-            val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
-            ctx.emit(ir.Store(ir.Read(cell), b.i64(0), val))
-        else:
-            vout.freeze(ctx, b.i64(1))
-        body = ctx.statements() + ctx.epilogue
-        self.fn = ir.Function("ct_" + es.out, ctx.params, body)
-        self.guard_stats = None if ctx.prover is None else {**ctx.prover.stats, "log": ctx.prover.log}
-        self.param_roles = ctx.param_roles
+    # ------------------------------------------------------------------ artifact
+    @property
+    def fn(self) -> ir.Function:
+        """The IR function (read back from the disk cache for a kernel loaded from it)."""
+        if self._fn is None:
+            self._fn = self._fn_loader()
+        return self._fn
 
-    def _input_getters(self, ctx, before, name, t):
-        depth_of = {id(l): d for d, l in enumerate(t.levels())}
-        for role in ctx.param_roles[before:]:
-            kind, lvl, attr = role
-            self.getters.append(("in", name, depth_of[id(lvl)], attr))
-
-    def _output_getters(self, ctx, before):
-        lvls = self.out_fmt.levels()
-        depth_of = {id(l): d for d, l in enumerate(lvls)}
-        for role in ctx.param_roles[before:]:
-            kind, lvl, attr = role
-            d = depth_of[id(lvl)]
-            if kind == "shape":
-                self.getters.append(("outshape", self.plan.source[self.es.out_idxs[d]]))
-            else:
-                self.getters.append(("grow", d, attr))
-
-    # ------------------------------------------------------------------ call
     @property
     def ir(self) -> str:
         return format_function(self.fn)
@@ -277,6 +104,12 @@ class Kernel:
     @property
     def address(self) -> int:
         return self.compiled.packed_address
+
+    @property
+    def ctypes_function(self):
+        """The packed entry point as a ctypes function `int32 (void *argument_block)`; numba's
+        @njit code can call it directly (it becomes an external function pointer)."""
+        return self.compiled.packed
 
     @property
     def mergeable(self) -> bool:
@@ -292,20 +125,21 @@ class Kernel:
         kernel, not a sibling, and does not raise TypeError)?"""
         return all(k in tensors and tensors[k].level.format_key() == key for k, key in self.formats.items())
 
-    def _sibling(self, kwargs, keys):
-        """The kernel for tensors of this kernel's formats whose data facts (`keys`, their format
-        keys) differ from the ones compiled for: compiled at first use, kept per combination."""
-        sig = tuple(sorted(keys.items()))
-        k = self._siblings.get(sig)
+    # ------------------------------------------------------------------ siblings
+    def _sibling(self, tag, kwargs, **options) -> "Kernel":
+        """The same program compiled again for these arguments (with this kernel's user measures,
+        which calls omit) and options: compiled at first use (once, under the lock), kept by tag."""
+        k = self._siblings.get(tag)
         if k is None:
-            k = self._siblings[sig] = self._variant(kwargs)
+            with self._lock:
+                k = self._siblings.get(tag)
+                if k is None:
+                    from ..driver import compile_kernel      # the driver builds kernels: import at use
+                    k = self._siblings[tag] = compile_kernel(self.text, {**self._measures, **kwargs},
+                                                             **{**self._options, **options})
         return k
 
-    def _variant(self, kwargs, **options) -> "Kernel":
-        """The same program compiled again for these arguments (with this kernel's user measures,
-        which calls omit) and options."""
-        return Kernel(self.text, {**self._measures, **kwargs}, **{**self._options, **options})
-
+    # ------------------------------------------------------------------ call
     def check(self, tensors, scalars):
         keys, facts = {}, None
         for k, key in self.formats.items():
@@ -350,12 +184,6 @@ class Kernel:
                         raise FormatError(f"index {i!r}: {acc.tensor} has {n} coordinates but "
                                           f"{shapes[i][1]} has {shapes[i][0]}")
 
-    @property
-    def ctypes_function(self):
-        """The packed entry point as a ctypes function `int32 (void *argument_block)`; numba's
-        @njit code can call it directly (it becomes an external function pointer)."""
-        return self.compiled.packed
-
     def pack(self, **kwargs) -> "PackedCall":
         """Check the arguments and build the int64 argument block of one call (see `PackedCall`)."""
         tensors, scalars = split_args(kwargs)
@@ -391,26 +219,52 @@ class Kernel:
         return PackedCall(self, tensors, block, keep, cells, out_cell)
 
     def __call__(self, **kwargs):
+        """Run the kernel: a Python scalar for a 0-d output, else a `ct.Tensor` of `out_fmt`.
+        Raises TypeError / FormatError for arguments of other formats, kinds or shapes,
+        InvalidProgramError when the program is invalid on this data (`PackedCall.check_status`)."""
+        got = self._fast(kwargs)
+        if got is SLOW:
+            return self._checked_call(kwargs)
+        if type(got) is Failed:
+            return self._failed(kwargs, got.status)
+        if self.split_sums and not _all_finite(got):
+            return self._sibling("pointwise", kwargs, split_sums=False)(**kwargs)
+        return got
+
+    def _checked_call(self, kwargs):
         try:
             call = self.pack(**kwargs)
         except OtherFacts as e:
-            return self._sibling(kwargs, e.keys)(**kwargs)
+            return self._sibling(tuple(sorted(e.keys.items())), kwargs)(**kwargs)
         status = self.compiled.packed(call.address)
+        if status:
+            call.release()
+            return self._failed(kwargs, status, call)
+        out = call.finish(status)
+        if self.split_sums and not _all_finite(out):
+            return self._sibling("pointwise", kwargs, split_sums=False)(**kwargs)
+        return out
+
+    def _failed(self, kwargs, status, call=None):
+        """A call whose kernel returned `status` != 0 (its buffers freed)."""
         if status == ir.STATUS_OUTPUT_ORDER and self.mergeable:
             # a loop outside the output's last index revisits it: the sibling appends every pass
             # unchecked and merges them after the call (`runtime.merge_output`)
-            call.release()
-            k = self._siblings.get("merged")
-            if k is None:
-                k = self._siblings["merged"] = self._variant(kwargs, merge_output=True)
-            return k(**kwargs)
-        out = call.finish(status)
-        if self.split_sums and not _all_finite(out):
-            k = self._siblings.get("pointwise")
-            if k is None:
-                k = self._siblings["pointwise"] = self._variant(kwargs, split_sums=False)
-            return k(**kwargs)
-        return out
+            return self._sibling("merged", kwargs, merge_output=True)(**kwargs)
+        (call or self.pack(**kwargs)).check_status(status)
+        raise AssertionError("unreachable: check_status raises on a non-zero status")
+
+    def _finish_cells(self, kwargs, cells_view, grows):
+        """The output Tensor from the grown-buffer cells of a fast call (`fastcall`): `grows` lists
+        (offset in `cells_view`, (depth, buffer name)); every buffer is adopted or freed."""
+        cells = {key: cells_view[off:off + 2] for off, key in grows}
+        try:
+            tensors = {k: kwargs[k] for k in self.formats}
+            return Tensor(self._rebuild(tensors, cells), name=self.es.out, validate=False)
+        finally:
+            for cell in cells.values():
+                free(int(cell[0]))
+                cell[0] = cell[1] = 0
 
     def _rebuild(self, tensors, cells):
         return rebuild_output(self.out_fmt, self.plan, self.merge_output, tensors, cells)
@@ -427,13 +281,6 @@ class Kernel:
         (`runtime.embed.llvm_module`)."""
         from .embed import llvm_module
         return llvm_module(self)
-
-
-def _split_pointwise(terms, tensors) -> bool:
-    """Split a pointwise ⊕ into one nest per term: `POINTWISE_SPLIT` or more terms read tensors,
-    and not all of them by the union protocol (`lower.nest.union_read`: one pass is linear then)."""
-    stateful = [t for t in terms if next(walk_accesses(t), None) is not None]
-    return len(stateful) >= POINTWISE_SPLIT and not all(union_read(t, tensors) for t in stateful)
 
 
 def _all_finite(out) -> bool:

@@ -1,0 +1,143 @@
+"""The on-disk kernel cache: a kernel compiled once is ready in a new process without parsing,
+planning, the z3 proofs or lowering (issue 27: warm first call in milliseconds).
+
+Keyed by what determines the code: the einsum text (whitespace folded), every argument's format
+key (with its data facts) or scalar kind, the options, the user measures, the host CPU, llvmlite's
+version, the size-tier thresholds and a fingerprint of ctensor's own source files (so an edited
+compiler never reuses an old entry).  An entry is `k_<key>.spec`: a header (format tag, key, length, sha256) and the pickled
+`KernelSpec`, whose `symbol` names the object code the codegen engine caches beside it
+(`codegen.engine.load_compiled`); `k_<key>.fn` holds the pickled IR function, read only when
+`Kernel.fn` / `Kernel.ir` is asked for.
+
+A damaged, truncated, swapped or foreign entry is a miss (the kernel is compiled again and the
+entry rewritten), never an error; a cache that cannot be written is only slower.  Location and
+switch as for the object cache: ``$CTENSOR_CACHE_DIR`` (default ``~/.cache/ctensor``; empty or
+``off`` disables both).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import threading
+from pathlib import Path
+
+_FORMAT = b"ctensor-kernel-v1"
+_FINGERPRINT: str | None = None
+_LOCK = threading.Lock()
+
+
+def _fingerprint() -> str:
+    """ctensor's version and every source file's (path, size, mtime): computed once per process."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        from .. import __version__
+        root = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256(__version__.encode())
+        for dirpath, dirnames, files in sorted(os.walk(root)):
+            dirnames.sort()
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    st = os.stat(os.path.join(dirpath, f))
+                    h.update(f"{os.path.relpath(os.path.join(dirpath, f), root)} {st.st_size} {st.st_mtime_ns}\n".encode())
+        _FINGERPRINT = h.hexdigest()
+    return _FINGERPRINT
+
+
+def _directory() -> Path | None:
+    from ..codegen.objcache import cache_dir
+    return cache_dir()
+
+
+def key_of(text: str, fmt: tuple, scalar_kinds: tuple, options: tuple) -> str | None:
+    """The entry's key (hex), or None when the disk cache is off.  `fmt`: sorted (name, format
+    key); `scalar_kinds`: sorted (name, kind); `options`: the driver's normalised options."""
+    if _directory() is None:
+        return None
+    from ..codegen.engine import get_engine
+    eng = get_engine()
+    import llvmlite
+    # the size-tier thresholds choose the pipeline (`codegen.engine`): part of what makes the code
+    tiers = tuple(os.environ.get(v) for v in ("CTENSOR_LARGE_MODULE", "CTENSOR_HUGE_MODULE"))
+    parts = (_FORMAT.decode(), _fingerprint(), eng.cpu, eng.features, llvmlite.__version__, tiers,
+             " ".join(text.split()), fmt, scalar_kinds, options)
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+
+
+def _seal(key: str, payload: bytes) -> bytes:
+    return _FORMAT + f" {key} {len(payload)} {hashlib.sha256(payload).hexdigest()}\n".encode() + payload
+
+
+def _open(path: Path, key: str) -> bytes | None:
+    """The payload of a sealed file written for `key`, or None if absent or damaged."""
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    header, _, payload = blob.partition(b"\n")
+    parts = header.split(b" ")
+    if len(parts) != 4 or parts[0] != _FORMAT or parts[1] != key.encode():
+        return None
+    if parts[2] != str(len(payload)).encode() or parts[3] != hashlib.sha256(payload).hexdigest().encode():
+        return None
+    return payload
+
+
+def load(key: str):
+    """The `KernelSpec` stored for `key`, or None."""
+    payload = _open(_directory() / f"k_{key}.spec", key)
+    if payload is None:
+        return None
+    try:
+        return pickle.loads(payload)
+    except Exception:          # a sealed but unreadable entry (e.g. from an older ctensor): a miss
+        return None
+
+
+def has_fn(key: str) -> bool:
+    """Is the IR function of `key` stored (a spec without it is a miss: `Kernel.fn` needs it)?"""
+    d = _directory()
+    return d is not None and (d / f"k_{key}.fn").is_file()
+
+
+def fn_loader(key: str):
+    """A function returning the IR function stored for `key`; it raises RuntimeError if the entry
+    was removed or damaged since the kernel was loaded."""
+    def read():
+        payload = _open(_directory() / f"k_{key}.fn", key)
+        try:
+            return pickle.loads(payload)
+        except Exception:
+            raise RuntimeError("the IR of this kernel, loaded from the on-disk kernel cache, is gone or damaged "
+                               "there; clear ct.kernel_cache() and compile it again") from None
+    return read
+
+
+def store(key: str, spec, fn) -> None:
+    """Write the entry for `key`: the IR function first, then the spec that makes it a hit."""
+    d = _directory()
+    if d is None:
+        return
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        spec_blob = _seal(key, pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+        try:
+            fn_blob = _seal(key, pickle.dumps(fn, protocol=pickle.HIGHEST_PROTOCOL))
+        except RecursionError:          # a deeply nested IR: not cached (a spec without it is a miss)
+            return
+        with _LOCK:
+            _atomic_write(d / f"k_{key}.fn", fn_blob)
+            _atomic_write(d / f"k_{key}.spec", spec_blob)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        pass                            # a cache that cannot be written is only slower
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    # write-then-rename: concurrent processes never see a half-written entry
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

@@ -1,0 +1,123 @@
+"""The compiler driver: the one place that sequences the stages (DESIGN.md §1; Finch's
+`lower_global`).  Every kernel, and every sibling kernel a call needs, is made here:
+
+    einsum text ──parse──► Einsum ──make_plan──► Plan (dimensions, loop order, measures; validity,
+    continuous paper §4.3, decided by z3) ──read_args──► the tensors and scalars it reads
+    ──output_format──► the output level ──lower_program──► IR function (notation, looplets,
+    simplification, z3 guard proofs, §6.3) ──compile_function──► LLVM, O3, object code, MCJIT
+    ──► Kernel (runtime: the artifact and its call)
+
+with the on-disk kernel cache (`kernel_store`) in front: a kernel compiled before, in this
+process or another, is loaded without any of the stages.
+"""
+from __future__ import annotations
+
+import time
+
+from ..analysis.guards import enabled_by_default
+from ..errors import InvalidProgramError
+from ..formats.level import Level
+from ..formats.tensor import Tensor
+from ..runtime.args import read_args, split_args, user_measures
+from ..runtime.kernel import Kernel
+from ..runtime.output_format import check_output_format, default_output
+from ..runtime.recursion import deep
+from ..runtime.spec import KernelSpec
+from . import kernel_store
+
+
+def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_valid=False,
+                   prove_guards=None, split_sums=True, merge_output=False, use_store=True) -> Kernel:
+    """Compile `text` for the formats of the tensors in `kwargs` (with its scalars and user
+    measures), or load it from the on-disk kernel cache (`use_store=False`: always run every stage,
+    e.g. to time them; the object cache still applies).  Options as `ct.compile`; `split_sums` and
+    `merge_output` choose the variants `Kernel` runs as siblings.  Raises as `ct.compile`."""
+    if out is not None and not isinstance(out, (Tensor, Level)):
+        raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
+                        f"got {type(out).__name__}")
+    options = dict(semiring=semiring, order=tuple(order) if order is not None else None,
+                   out=(out.level if isinstance(out, Tensor) else out).empty() if out is not None else None,
+                   assume_valid=bool(assume_valid),
+                   prove_guards=enabled_by_default() if prove_guards is None else bool(prove_guards),
+                   split_sums=bool(split_sums), merge_output=bool(merge_output))
+    tensors, scalars = split_args(kwargs)
+    key = None if not use_store else kernel_store.key_of(
+        text, tuple(sorted((k, t.level.format_key()) for k, t in tensors.items())),
+        tuple(sorted((k, s[1]) for k, s in scalars.items())),
+        tuple((k, _option_key(v)) for k, v in options.items())
+        + tuple(sorted((k, m.weight) for k, m in user_measures(kwargs).items())))
+    kernel = _load(key, text, kwargs, options) if key is not None else None
+    if kernel is None:
+        kernel = _compile(text, kwargs, options)
+        if key is not None:
+            kernel_store.store(key, kernel.spec, kernel.fn)
+    return kernel
+
+
+def _option_key(v):
+    if isinstance(v, Level):     # an out= closedness left at the default and one given differ
+        return (v.format_key(), tuple(type(getattr(lv, "closed", None)).__name__ for lv in v.levels()))
+    return v
+
+
+def _load(key, text, kwargs, options) -> Kernel | None:
+    """The kernel stored for `key`, with its object code, or None."""
+    t0 = time.perf_counter()
+    spec = kernel_store.load(key)
+    if spec is None or not kernel_store.has_fn(key):
+        return None
+    from ..codegen import load_compiled
+    compiled = load_compiled(spec.symbol)
+    if compiled is None:
+        return None
+    spec.compile_seconds = {"load": time.perf_counter() - t0, "total": time.perf_counter() - t0}
+    return Kernel(spec, compiled, fn_loader=kernel_store.fn_loader(key), source="disk")
+
+
+@deep
+def _compile(text, kwargs, options) -> Kernel:
+    """Run every stage (module docstring)."""
+    # the stages are imported here: a process whose kernels all come from the disk cache never
+    # loads the lowering stack
+    from ..codegen import compile_function
+    from ..lang.parser import parse
+    from ..lang.program import make_plan
+    from .build import lower_program
+    t0 = time.perf_counter()
+    tensors, scalars = split_args(kwargs)
+    measures = user_measures(kwargs)
+    es = parse(text)
+    plan = make_plan(es, tensors, scalars, options["semiring"], options["order"],
+                     assume_valid=options["assume_valid"], measures=measures)
+    tensors, scalars = read_args(es, plan, tensors, scalars)
+    out_fmt = output_format(es, plan, options["out"])
+    lowered = lower_program(es, plan, tensors, scalars, out_fmt, prove_guards=options["prove_guards"],
+                            split_sums=options["split_sums"], merge_output=options["merge_output"])
+    t1 = time.perf_counter()
+    compiled = compile_function(lowered.fn)
+    spec = KernelSpec(
+        text=text, es=es, plan=plan,
+        formats={k: t.level.format_key() for k, t in tensors.items()},
+        format_strs={k: t.level.format_str() for k, t in tensors.items()},
+        scalar_kinds={k: s[1] for k, s in scalars.items()},
+        out_fmt=out_fmt, getters=lowered.getters,
+        params=[(p.name, str(p.type)) for p in lowered.fn.params],
+        options=options, measures=measures, split_sums=lowered.split_sums,
+        merge_output=lowered.merge_output, prove_guards=options["prove_guards"],
+        guard_stats=lowered.guard_stats, symbol=compiled.name,
+        compile_seconds={"lower": t1 - t0, **compiled.compile_seconds,
+                         "total": time.perf_counter() - t0})
+    return Kernel(spec, compiled, fn=lowered.fn)
+
+
+def output_format(es, plan, out) -> Level | None:
+    """The output level: `out` (an empty level) checked against the program, or the default
+    (`runtime.output_format.default_output`); None for a 0-d output.  Raises InvalidProgramError."""
+    out_fmt = out
+    if es.out_idxs and out_fmt is None:
+        out_fmt = default_output(plan)
+    if out_fmt is not None and out_fmt.ndim != len(es.out_idxs):
+        raise InvalidProgramError(f"out= format has {out_fmt.ndim} modes but {es.out} has {len(es.out_idxs)}")
+    if out is not None:
+        check_output_format(out_fmt, plan)
+    return out_fmt

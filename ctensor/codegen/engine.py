@@ -159,10 +159,10 @@ class _Engine:
 
     # -------------------------------------------------------- compile
     def compile(self, fn, opt: int, use_cache: bool) -> CompiledFunction:
-        from .llvm_emit import emit_module      # llvmlite.ir: only when compiling
+        from .llvm_emit import emit_module
         t0 = time.perf_counter()
         base = _sanitize(fn.name)
-        text = str(emit_module(dataclasses.replace(fn, name=base)))   # verifies fn first
+        text = emit_module(dataclasses.replace(fn, name=base))   # verifies fn first
         tier = _tier(text, opt)
         symbol = self._symbol(text, base, tier)
         if symbol in self.compiled:
@@ -257,7 +257,6 @@ class _Engine:
         mod = llvm.parse_assembly(unoptimized)
         mod.verify()                                  # before any pass: LLVM aborts on bad IR
         mod.name, mod.triple, mod.data_layout = symbol, self.triple, self.data_layout
-        unoptimized = str(mod)
         t1 = time.perf_counter()
         self.cache_dir = objcache.cache_dir() if use_cache else None
         cached = None if symbol in self.resident else self._read_cached(symbol)

@@ -1,9 +1,10 @@
-"""IR -> llvmlite module (numba / xdsl style).
+"""IR -> textual LLVM IR (numba / xdsl style: one rule per node kind).
 
 * Each `mut` variable gets one alloca in the entry block (LLVM's mem2reg/SROA promotes them to
   registers, so no phi construction is needed here); `let` variables are plain SSA values; `For`
   variables are a phi in the loop header.
-* Structured `If`/`While`/`For` become basic blocks; ops map to builder calls by table.
+* Structured `If`/`While`/`For` become basic blocks (labels ``if.then.N``, ``while.cond.N``,
+  ``for.cond.N``...: the engine's size tiers count the loop headers by these names).
 * Float comparisons are ordered except `ne` (unordered); float min/max are selects on an ordered
   compare (`a < b ? a : b`), not `llvm.minnum`, so NaN behaviour matches the interpreter.
 * Memory is accessed by an inbounds GEP on the element type (opaque pointers).
@@ -11,151 +12,202 @@
   which reads parameter k from 64-bit slot k of the block (pointers loaded as ``ptr`` — same bits
   as the i64 but without an inttoptr that would blind alias analysis; f64 by bitcast; narrower
   integers by trunc), calls ``<name>`` and returns its status.  Both keep external linkage so both
-  stay callable by address; O3 inlines the first into the second.
+  stay callable by address.
+
+The text is written directly rather than through llvmlite's IR builder: the builder and its
+printer cost ~100 ms on a 4,000-line kernel (the spatial box query), a third of its cold compile;
+these f-strings cost a few ms, and `import ctensor` need not import llvmlite.  Constants are
+exact: integers in decimal (normalised to the signed range), floats as the hex of their double
+bits (LLVM's exact form; an f32 constant as the double of its f32 value).
 """
 from __future__ import annotations
 
-from llvmlite import ir
+import struct
 
 from ..ir.errors import IRError
 from ..ir.nodes import (Assign, Bin, Call, Cast, Cmp, Comment, Const, Eval, For, Function, If, Let,
                         Load, Read, Return, Select, Store, Un, While)
 from ..ir.printer import format_stmt_header, mut_vars
-from ..ir.types import I1, PtrType
+from ..ir.types import F32, I1, PtrType
 from ..ir.verify import verify
 
-I32_T = ir.IntType(32)
-I64_T = ir.IntType(64)
-PTR_T = ir.PointerType()
-_SCALAR = {"i1": ir.IntType(1), "i8": ir.IntType(8), "i32": I32_T, "i64": I64_T,
-           "f32": ir.FloatType(), "f64": ir.DoubleType()}
-
+_LLTYPE = {"i1": "i1", "i8": "i8", "i32": "i32", "i64": "i64", "f32": "float", "f64": "double"}
 _INT_BIN = {"add": "add", "sub": "sub", "mul": "mul", "div": "sdiv", "rem": "srem",
-            "and": "and_", "or": "or_", "xor": "xor"}
+            "and": "and", "or": "or", "xor": "xor"}
 _FLOAT_BIN = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "rem": "frem"}
-_CMP_SYM = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
-_MINMAX = {"min": "<", "max": ">"}   # min = a < b ? a : b ; max = a > b ? a : b
+_ICMP = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
+_FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
+_MINMAX = {"min": "lt", "max": "gt"}   # min = a < b ? a : b ; max = a > b ? a : b
 _INTRINSIC = {"sqrt": "llvm.sqrt", "abs": "llvm.fabs", "floor": "llvm.floor"}
+_EXTERNAL = {"realloc": "declare ptr @realloc(ptr, i64) #0", "free": "declare void @free(ptr) #0"}
 
 
-def _next_float(b, x, up: bool):
-    """The adjacent double (ir.build.next_float) by integer steps on the bits: a positive double's
-    successor is bits + 1, a negative one's bits - 1; ±0 steps to the smallest subnormal.  Past
-    ±inf the bits become a NaN pattern, as next_float specifies."""
-    i64 = ir.IntType(64)
-    if not up:                                   # nextdown(x) = -nextup(-x)
-        return b.fneg(_next_float(b, b.fneg(x), True))
-    bits = b.bitcast(x, i64)
-    step = b.select(b.icmp_signed(">=", bits, ir.Constant(i64, 0)), ir.Constant(i64, 1), ir.Constant(i64, -1))
-    moved = b.bitcast(b.add(bits, step), x.type)
-    zero = b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0))
-    return b.select(zero, ir.Constant(x.type, 5e-324), moved)
+def lltype(t) -> str:
+    """LLVM type (text) of an IR type."""
+    return "ptr" if isinstance(t, PtrType) else _LLTYPE[t.name]
 
 
-def lltype(t) -> ir.Type:
-    """llvmlite type of an IR type."""
-    return PTR_T if isinstance(t, PtrType) else _SCALAR[t.name]
+def _float_text(value: float, t) -> str:
+    if t == F32:
+        value = struct.unpack("<f", struct.pack("<f", value))[0]   # the f32 value, widened exactly
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
-def _const(c: Const) -> ir.Constant:
+def _const(c: Const) -> str:
     t = c.type
     if t.is_float:
-        return ir.Constant(_SCALAR[t.name], float(c.value))
+        return _float_text(float(c.value), t)
     if t == I1:
-        return ir.Constant(_SCALAR["i1"], int(bool(c.value)))
+        return "true" if c.value else "false"
     v = int(c.value) & ((1 << t.bits) - 1)        # normalise to the signed range
-    return ir.Constant(_SCALAR[t.name], v - (1 << t.bits) if v >> (t.bits - 1) else v)
+    return str(v - (1 << t.bits) if v >> (t.bits - 1) else v)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace("\\", "\\5C").replace('"', "\\22") + '"'
 
 
 class _Emitter:
-    def __init__(self, fn: Function, module: ir.Module):
-        self.fn, self.module = fn, module
-        self.vals: dict = {}    # param/let Var -> SSA value
-        self.slots: dict = {}   # mut Var -> alloca
-        self.named: set = set()  # ids of instructions already renamed after a let
+    def __init__(self, fn: Function):
+        self.fn = fn
+        # blocks in creation order, as llvmlite's builder laid them out (the layout LLVM starts
+        # from; filling order instead measured 5-10% slower spatial kernels)
+        self.blocks: dict = {"entry": []}
+        self.lines: list = self.blocks["entry"]   # the block being filled
+        self.vals: dict = {}      # param/let Var -> operand text
+        self.slots: dict = {}     # mut Var -> alloca name
+        self.n = 0                # suffix of every value and label
+        self.block = "entry"      # the block being filled
+        self.declares: dict = {}  # external / intrinsic name -> declaration
+
+    # ------------------------------------------------------------ helpers
+    def tmp(self, rhs: str, name: str | None = None) -> str:
+        self.n += 1
+        reg = f"%{_quote(f'{name}.{self.n}')}" if name else f"%t{self.n}"
+        self.lines.append(f"  {reg} = {rhs}")
+        return reg
+
+    def label(self, kind: str) -> str:
+        self.n += 1              # one counter for labels and values: they share a namespace
+        name = f"{kind}.{self.n}"
+        self.blocks[name] = []
+        return name
+
+    def start(self, label: str):
+        self.lines = self.blocks[label]
+        self.block = label
+
+    def br(self, label: str):
+        self.lines.append(f"  br label %{label}")
+
+    def cbr(self, cond: str, then: str, orelse: str):
+        self.lines.append(f"  br i1 {cond}, label %{then}, label %{orelse}")
 
     # ------------------------------------------------------------ expressions
-    def expr(self, e) -> ir.Value:
-        b = self.b
+    def expr(self, e, name: str | None = None) -> str:
+        """Operand text of `e` (a register or a constant); `name` names its instruction."""
         if isinstance(e, Const):
             return _const(e)
         if isinstance(e, Read):
             v = e.var
             if v.kind == "mut":
-                return b.load(self.slots[v], name=v.name, typ=lltype(v.type))
+                return self.tmp(f"load {lltype(v.type)}, ptr {self.slots[v]}", name or v.name)
             return self.vals[v]
         if isinstance(e, Bin):
             x, y, t = self.expr(e.a), self.expr(e.b), e.a.type
+            ty = lltype(t)
             if e.op in _MINMAX:
-                sym = _MINMAX[e.op]
-                c = b.fcmp_ordered(sym, x, y) if t.is_float else b.icmp_signed(sym, x, y)
-                return b.select(c, x, y)
-            return getattr(b, (_FLOAT_BIN if t.is_float else _INT_BIN)[e.op])(x, y)
+                c = self.compare(_MINMAX[e.op], x, y, t)
+                return self.tmp(f"select i1 {c}, {ty} {x}, {ty} {y}", name)
+            op = (_FLOAT_BIN if t.is_float else _INT_BIN)[e.op]
+            return self.tmp(f"{op} {ty} {x}, {y}", name)
         if isinstance(e, Cmp):
-            x, y, sym = self.expr(e.a), self.expr(e.b), _CMP_SYM[e.op]
-            t = e.a.type
-            if isinstance(t, PtrType) or not t.is_float:
-                return b.icmp_signed(sym, x, y)
-            if e.op == "ne":
-                return b.fcmp_unordered(sym, x, y)
-            return b.fcmp_ordered(sym, x, y)
+            return self.compare(e.op, self.expr(e.a), self.expr(e.b), e.a.type, name)
         if isinstance(e, Un):
-            x, t = self.expr(e.a), e.a.type
-            if e.op == "neg":
-                return b.fneg(x) if t.is_float else b.neg(x)
-            if e.op == "not":
-                return b.not_(x)
-            if e.op in ("nextup", "nextdown"):
-                return _next_float(b, x, e.op == "nextup")
-            if e.op == "abs" and not t.is_float:
-                return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
-            return b.call(self.module.declare_intrinsic(_INTRINSIC[e.op], [x.type]), [x])
+            return self.unary(e.op, self.expr(e.a), e.a.type, name)
         if isinstance(e, Select):
             c, x, y = self.expr(e.cond), self.expr(e.a), self.expr(e.b)
-            return b.select(c, x, y)
+            ty = lltype(e.a.type)
+            return self.tmp(f"select i1 {c}, {ty} {x}, {ty} {y}", name)
         if isinstance(e, Cast):
-            return self.cast(self.expr(e.a), e.a.type, e.to)
+            return self.cast(self.expr(e.a), e.a.type, e.to, name)
         if isinstance(e, Load):
             elem = e.ptr.type.elem
-            addr = self.gep(self.expr(e.ptr), self.expr(e.index), elem)
-            return b.load(addr, typ=lltype(elem), align=max(elem.bits // 8, 1))
+            addr = self.gep(self.expr(e.ptr), self.expr(e.index), e.index.type, elem)
+            return self.tmp(f"load {lltype(elem)}, ptr {addr}, align {max(elem.bits // 8, 1)}", name)
         if isinstance(e, Call):
-            return b.call(self.external(e.fn), [self.expr(a) for a in e.args])
+            if e.fn not in _EXTERNAL:
+                raise IRError(f"unknown external function {e.fn!r}")
+            self.declares[e.fn] = _EXTERNAL[e.fn]
+            args = ", ".join(f"{lltype(a.type)} {self.expr(a)}" for a in e.args)
+            if e.ret is None:
+                self.lines.append(f"  call void @{e.fn}({args})")
+                return ""
+            return self.tmp(f"call {lltype(e.ret)} @{e.fn}({args})", name)
         raise IRError(f"cannot emit expression {e!r}")
 
-    def gep(self, p, i, elem):
-        # inbounds: generated code only indexes inside its buffers (DESIGN §2)
-        return self.b.gep(p, [i], inbounds=True, source_etype=lltype(elem))
+    def compare(self, op, x, y, t, name=None) -> str:
+        if isinstance(t, PtrType) or not t.is_float:
+            return self.tmp(f"icmp {_ICMP[op]} {lltype(t)} {x}, {y}", name)
+        return self.tmp(f"fcmp {_FCMP[op]} {lltype(t)} {x}, {y}", name)
 
-    def cast(self, x, src, dst):
-        b, ty = self.b, lltype(dst)
+    def unary(self, op, x, t, name=None) -> str:
+        ty = lltype(t)
+        if op == "neg":
+            return self.tmp(f"fneg {ty} {x}" if t.is_float else f"sub {ty} 0, {x}", name)
+        if op == "not":
+            return self.tmp(f"xor {ty} {x}, {'true' if t == I1 else -1}", name)
+        if op in ("nextup", "nextdown"):
+            return self.next_float(x, t, op == "nextup", name)
+        if op == "abs" and not t.is_float:
+            neg = self.tmp(f"sub {ty} 0, {x}")
+            c = self.tmp(f"icmp slt {ty} {x}, 0")
+            return self.tmp(f"select i1 {c}, {ty} {neg}, {ty} {x}", name)
+        intrinsic = f"{_INTRINSIC[op]}.{'f64' if t.bits == 64 else 'f32'}"
+        self.declares[intrinsic] = f"declare {ty} @{intrinsic}({ty})"   # attributes: LLVM's own
+        return self.tmp(f"call {ty} @{intrinsic}({ty} {x})", name)
+
+    def next_float(self, x, t, up: bool, name=None) -> str:
+        """The adjacent float (ir.build.next_float) by integer steps on the bits: a positive
+        float's successor is bits + 1, a negative one's bits - 1; ±0 steps to the smallest
+        subnormal.  Past ±inf the bits become a NaN pattern, as next_float specifies."""
+        ty, ity = lltype(t), f"i{t.bits}"
+        if not up:                                   # nextdown(x) = -nextup(-x)
+            return self.tmp(f"fneg {ty} {self.next_float(self.tmp(f'fneg {ty} {x}'), t, True)}", name)
+        bits = self.tmp(f"bitcast {ty} {x} to {ity}")
+        pos = self.tmp(f"icmp sge {ity} {bits}, 0")
+        step = self.tmp(f"select i1 {pos}, {ity} 1, {ity} -1")
+        moved = self.tmp(f"bitcast {ity} {self.tmp(f'add {ity} {bits}, {step}')} to {ty}")
+        zero = self.tmp(f"fcmp oeq {ty} {x}, {_float_text(0.0, t)}")
+        tiny = 5e-324 if t.bits == 64 else 1.401298464324817e-45     # the smallest subnormal
+        return self.tmp(f"select i1 {zero}, {ty} {_float_text(tiny, t)}, {ty} {moved}", name)
+
+    def gep(self, p, i, itype, elem) -> str:
+        # inbounds: generated code only indexes inside its buffers (DESIGN §2)
+        return self.tmp(f"getelementptr inbounds {lltype(elem)}, ptr {p}, {lltype(itype)} {i}")
+
+    def cast(self, x, src, dst, name=None) -> str:
+        ty, sty = lltype(dst), lltype(src)
         if isinstance(dst, PtrType):
-            return x if isinstance(src, PtrType) else b.inttoptr(x, ty)
+            return x if isinstance(src, PtrType) else self.tmp(f"inttoptr {sty} {x} to ptr", name)
         if isinstance(src, PtrType):
-            return b.ptrtoint(x, ty)
+            return self.tmp(f"ptrtoint ptr {x} to {ty}", name)
         if src.is_float and dst.is_float:
-            return x if src == dst else (b.fpext(x, ty) if dst.bits > src.bits else b.fptrunc(x, ty))
+            if src == dst:
+                return x
+            return self.tmp(f"{'fpext' if dst.bits > src.bits else 'fptrunc'} {sty} {x} to {ty}", name)
         if src.is_float:
-            return b.fptosi(x, ty)
+            return self.tmp(f"fptosi {sty} {x} to {ty}", name)
         if dst.is_float:
-            return b.uitofp(x, ty) if src == I1 else b.sitofp(x, ty)
+            return self.tmp(f"{'uitofp' if src == I1 else 'sitofp'} {sty} {x} to {ty}", name)
         if dst.bits == src.bits:
             return x
         if dst.bits < src.bits:
-            return b.trunc(x, ty)
-        return b.zext(x, ty) if src == I1 else b.sext(x, ty)
-
-    def external(self, name: str) -> ir.Function:
-        if name in self.module.globals:
-            return self.module.globals[name]
-        fnty = {"realloc": ir.FunctionType(PTR_T, [PTR_T, I64_T]),
-                "free": ir.FunctionType(ir.VoidType(), [PTR_T])}[name]
-        f = ir.Function(self.module, fnty, name=name)
-        f.attributes.add("nounwind")
-        return f
+            return self.tmp(f"trunc {sty} {x} to {ty}", name)
+        return self.tmp(f"{'zext' if src == I1 else 'sext'} {sty} {x} to {ty}", name)
 
     # ------------------------------------------------------------ statements
-    def block(self, stmts):
+    def body(self, stmts):
         for s in stmts:
             try:
                 self.stmt(s)
@@ -165,62 +217,59 @@ class _Emitter:
                 raise IRError(f"{self.fn.name}: cannot emit `{format_stmt_header(s)}`: "
                               f"{type(err).__name__}: {err}") from err
 
-    def new_block(self, name):
-        return self.llfn.append_basic_block(name)
-
     def stmt(self, s):
-        b = self.b
         if isinstance(s, Let):
-            v = self.expr(s.value)
-            if isinstance(v, ir.Instruction) and id(v) not in self.named:  # readable LLVM IR
-                v.name = s.var.name
-                self.named.add(id(v))
-            self.vals[s.var] = v
+            self.vals[s.var] = self.expr(s.value, s.var.name)
         elif isinstance(s, Assign):
-            b.store(self.expr(s.value), self.slots[s.var])
+            v = self.expr(s.value)
+            self.lines.append(f"  store {lltype(s.var.type)} {v}, ptr {self.slots[s.var]}")
         elif isinstance(s, Store):
             elem = s.ptr.type.elem
-            addr = self.gep(self.expr(s.ptr), self.expr(s.index), elem)
-            b.store(self.expr(s.value), addr, align=max(elem.bits // 8, 1))
+            addr = self.gep(self.expr(s.ptr), self.expr(s.index), s.index.type, elem)
+            v = self.expr(s.value)
+            self.lines.append(f"  store {lltype(elem)} {v}, ptr {addr}, align {max(elem.bits // 8, 1)}")
         elif isinstance(s, If):
             cond = self.expr(s.cond)
-            then, merge = self.new_block("if.then"), self.new_block("if.end")
-            orelse = self.new_block("if.else") if s.orelse else merge
-            b.cbranch(cond, then, orelse)
+            then, merge = self.label("if.then"), self.label("if.end")
+            orelse = self.label("if.else") if s.orelse else merge
+            self.cbr(cond, then, orelse)
             for blk, body in ((then, s.then), (orelse, s.orelse)):
-                if blk is not merge:  # an empty then-branch still needs its terminator
-                    b.position_at_end(blk)
-                    self.block(body)
-                    b.branch(merge)
-            b.position_at_end(merge)
+                if blk != merge:   # an empty then-branch still needs its terminator
+                    self.start(blk)
+                    self.body(body)
+                    self.br(merge)
+            self.start(merge)
         elif isinstance(s, While):
-            head, body, end = (self.new_block(n) for n in ("while.cond", "while.body", "while.end"))
-            b.branch(head)
-            b.position_at_end(head)
-            b.cbranch(self.expr(s.cond), body, end)
-            b.position_at_end(body)
-            self.block(s.body)
-            b.branch(head)
-            b.position_at_end(end)
+            head, body, end = self.label("while.cond"), self.label("while.body"), self.label("while.end")
+            self.br(head)
+            self.start(head)
+            self.cbr(self.expr(s.cond), body, end)
+            self.start(body)
+            self.body(s.body)
+            self.br(head)
+            self.start(end)
         elif isinstance(s, For):
             lo, hi = self.expr(s.lo), self.expr(s.hi)     # bounds evaluated once
-            pre = b.block
-            head, body, end = (self.new_block(n) for n in ("for.cond", "for.body", "for.end"))
-            b.branch(head)
-            b.position_at_end(head)
-            i = b.phi(I64_T, name=s.var.name)
-            i.add_incoming(lo, pre)
+            pre = self.block
+            head, body, end = self.label("for.cond"), self.label("for.body"), self.label("for.end")
+            self.br(head)
+            self.start(head)
+            self.n += 1
+            i = f"%{_quote(f'{s.var.name}.{self.n}')}"
+            phi_block, phi_at = self.lines, len(self.lines)
+            self.lines.append(None)                       # the phi, once the latch is known
             self.vals[s.var] = i
-            b.cbranch(b.icmp_signed("<", i, hi), body, end)
-            b.position_at_end(body)
-            self.block(s.body)
+            self.cbr(self.tmp(f"icmp slt i64 {i}, {hi}"), body, end)
+            self.start(body)
+            self.body(s.body)
             # i < hi <= INT64_MAX, so i + 1 cannot overflow: nsw helps trip-count analysis
-            i.add_incoming(b.add(i, ir.Constant(I64_T, 1), flags=["nsw"]), b.block)
-            b.branch(head)
-            b.position_at_end(end)
+            nxt = self.tmp(f"add nsw i64 {i}, 1")
+            phi_block[phi_at] = f"  {i} = phi i64 [ {lo}, %{pre} ], [ {nxt}, %{self.block} ]"
+            self.br(head)
+            self.start(end)
         elif isinstance(s, Return):
-            b.ret(ir.Constant(I32_T, s.status))
-            b.position_at_end(self.new_block("after.return"))  # unreachable; keeps later code valid
+            self.lines.append(f"  ret i32 {s.status}")
+            self.start(self.label("after.return"))   # unreachable; keeps later code valid
         elif isinstance(s, Eval):
             self.expr(s.expr)
         elif isinstance(s, Comment):
@@ -228,58 +277,82 @@ class _Emitter:
         else:
             raise IRError(f"cannot emit statement {s!r}")
 
-    def emit(self) -> ir.Function:
+    def emit(self) -> str:
         fn = self.fn
-        fnty = ir.FunctionType(I32_T, [lltype(p.type) for p in fn.params])
-        self.llfn = ir.Function(self.module, fnty, name=fn.name)
-        self.llfn.attributes.add("nounwind")
-        for arg, p in zip(self.llfn.args, fn.params):
-            arg.name = p.name
-            self.vals[p] = arg
-            if isinstance(p.type, PtrType):
-                # inputs are only read and outputs live in kernel-allocated buffers and private
-                # argument cells, so no memory written through one pointer is reached through
-                # another: LLVM may keep loads of input buffers across output stores
-                arg.add_attribute("noalias")
-        self.b = ir.IRBuilder(self.new_block("entry"))
+        params = []
+        for p in fn.params:
+            reg = f"%{_quote(p.name)}"
+            self.vals[p] = reg
+            # inputs are only read and outputs live in kernel-allocated buffers and private
+            # argument cells, so no memory written through one pointer is reached through
+            # another: LLVM may keep loads of input buffers across output stores
+            params.append(f"ptr noalias {reg}" if isinstance(p.type, PtrType) else f"{lltype(p.type)} {reg}")
         for v in mut_vars(fn.body):  # all allocas first, in the entry block, for mem2reg
-            self.slots[v] = self.b.alloca(lltype(v.type), name=v.name + ".slot")
-        self.block(fn.body)
-        if not self.b.block.is_terminated:
-            self.b.ret(ir.Constant(I32_T, 0))
-        return self.llfn
+            self.n += 1
+            slot = self.slots[v] = f"%{_quote(f'{v.name}.slot.{self.n}')}"
+            self.lines.append(f"  {slot} = alloca {lltype(v.type)}")
+        self.body(fn.body)
+        self.lines.append("  ret i32 0")    # falling off the end (or the unreachable after-return block)
+        head = f"define i32 @{_quote(fn.name)}({', '.join(params)}) #0 {{"
+        out = [head]
+        for label, lines in self.blocks.items():
+            out.append(f"{label}:")
+            out += lines
+        out.append("}")
+        return "\n".join(out)
 
 
-def _emit_packed(module: ir.Module, fn: Function, target: ir.Function) -> ir.Function:
-    packed = ir.Function(module, ir.FunctionType(I32_T, [PTR_T]), name=fn.name + "_packed")
-    packed.attributes.add("nounwind")
-    block = packed.args[0]
-    block.name = "args"
-    b = ir.IRBuilder(packed.append_basic_block("entry"))
+def _emit_packed(fn: Function) -> str:
+    lines = [f"define i32 @{_quote(fn.name + '_packed')}(ptr %args) #0 {{", "entry:"]
     args = []
     for k, p in enumerate(fn.params):
-        slot = b.gep(block, [ir.Constant(I64_T, k)], inbounds=True, source_etype=I64_T)
-        t = p.type
+        t, slot = p.type, f"%slot.{k}"
+        lines.append(f"  {slot} = getelementptr inbounds i64, ptr %args, i64 {k}")
         if isinstance(t, PtrType):
-            args.append(b.load(slot, name=p.name, typ=PTR_T, align=8))
+            lines.append(f"  %a.{k} = load ptr, ptr {slot}, align 8")
+            args.append(f"ptr %a.{k}")
             continue
-        raw = b.load(slot, name=p.name + ".bits", typ=I64_T, align=8)
-        if t.is_float:
-            bits = raw if t.bits == 64 else b.trunc(raw, I32_T)
-            args.append(b.bitcast(bits, lltype(t), name=p.name))
+        lines.append(f"  %raw.{k} = load i64, ptr {slot}, align 8")
+        ty = lltype(t)
+        if t.bits == 64 and not t.is_float:
+            args.append(f"i64 %raw.{k}")
+            continue
+        if t.bits == 64:
+            lines.append(f"  %a.{k} = bitcast i64 %raw.{k} to {ty}")
+        elif t.is_float:
+            lines.append(f"  %n.{k} = trunc i64 %raw.{k} to i{t.bits}")
+            lines.append(f"  %a.{k} = bitcast i{t.bits} %n.{k} to {ty}")
         else:
-            args.append(raw if t.bits == 64 else b.trunc(raw, lltype(t), name=p.name))
-    b.ret(b.call(target, args))
-    return packed
+            lines.append(f"  %a.{k} = trunc i64 %raw.{k} to {ty}")
+        args.append(f"{ty} %a.{k}")
+    lines.append(f"  %status = call i32 @{_quote(fn.name)}({', '.join(args)})")
+    lines += ["  ret i32 %status", "}"]
+    return "\n".join(lines)
 
 
-def emit_module(fn: Function) -> ir.Module:
-    """Verify `fn` and emit an llvmlite module holding ``fn.name`` and ``fn.name + '_packed'``."""
+def emit_module(fn: Function) -> str:
+    """Verify `fn` (raises `ctensor.ir.IRError` if it is not well formed) and return the LLVM IR
+    text of a module defining ``fn.name`` and ``fn.name + '_packed'`` (module docstring)."""
     verify(fn)
-    module = ir.Module(name=fn.name)
-    target = _Emitter(fn, module).emit()
-    _emit_packed(module, fn, target)
-    return module
+    em = _Emitter(fn)
+    body = em.emit()
+    parts = [f"; ModuleID = {_quote(fn.name)}", body, _emit_packed(fn), *em.declares.values(),
+             "attributes #0 = { nounwind }"]
+    return "\n\n".join(parts) + "\n"
+
+
+def _next_float(b, x, up: bool):
+    """`next_float` for llvmlite's IR builder `b` (runtime.pyentry_emit builds its entry with it):
+    the same bit steps as `_Emitter.next_float`."""
+    from llvmlite import ir
+    i64 = ir.IntType(64)
+    if not up:                                   # nextdown(x) = -nextup(-x)
+        return b.fneg(_next_float(b, b.fneg(x), True))
+    bits = b.bitcast(x, i64)
+    step = b.select(b.icmp_signed(">=", bits, ir.Constant(i64, 0)), ir.Constant(i64, 1), ir.Constant(i64, -1))
+    moved = b.bitcast(b.add(bits, step), x.type)
+    zero = b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0))
+    return b.select(zero, ir.Constant(x.type, 5e-324), moved)
 
 
 __all__ = ["emit_module", "lltype"]

@@ -25,7 +25,6 @@ cannot be overridden.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from ..errors import InvalidProgramError, ValidityUnknown
@@ -33,7 +32,6 @@ from ..lang.nodes import EAccess, ECall, EIndex, ELit, EScalar
 from .cache import VerdictCache
 from .pattern import Names, Pattern, build_pattern, syntactically_valid, term_indices
 
-log = logging.getLogger("ctensor.validity")
 _CACHE = VerdictCache()
 
 
@@ -100,7 +98,8 @@ def check_program(rhs, tensors: dict, kinds: dict, measures: dict, op: str, text
                f"({v.reason}) for the accesses {', '.join(str(a) for a in names.accesses)}")
         if not assume_valid:
             raise ValidityUnknown(msg + "; pass assume_valid=True to compile it anyway")
-        log.warning("%s; compiling anyway because assume_valid=True", msg)
+        import logging              # imported here: `import ctensor` does not pay for it
+        logging.getLogger("ctensor.validity").warning("%s; compiling anyway because assume_valid=True", msg)
     return v
 
 

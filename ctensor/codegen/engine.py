@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import hashlib
 import os
 import re
 import threading
@@ -223,9 +222,9 @@ class _Engine:
 
     def _symbol(self, text: str, base: str, tier: str) -> str:
         # the O0..O3 tiers hash as the opt level (tiers added later keep those symbols)
-        key = hashlib.sha256("\0".join((text, tier[1:] if tier[0] == "O" else tier, self.cpu, self.features,
+        key = objcache.digest("\0".join((text, tier[1:] if tier[0] == "O" else tier, self.cpu, self.features,
                                          self.llvmlite_version, objcache.FORMAT.decode())).encode())
-        return f"{base}_{key.hexdigest()[:16]}"
+        return f"{base}_{key[:16]}"
 
     def _optimize(self, mod, tier: str):
         """Run the tier's pipeline on `mod`."""
@@ -296,7 +295,7 @@ class _Engine:
         # a light tier's object comes from its own target machine (after the IR is printed: code
         # generation rewrites the module); the O tiers' from MCJIT's
         obj = None if tier[0] == "O" else self._codegen_machine(int(tier[-1])).emit_object(mod)
-        digest = hashlib.sha256(llvm_ir.encode()).hexdigest()
+        digest = objcache.digest(llvm_ir.encode())
         if self.cache_dir is not None:                # .ll first: .o (which names its digest) after
             digest = objcache.write_ir(self.cache_dir, symbol, llvm_ir)
         self.current = (symbol, tier, digest)

@@ -17,7 +17,6 @@ an entry); a cache that cannot be written (read-only directory, disk full) is on
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import threading
@@ -43,8 +42,11 @@ def valid_symbol(symbol: str) -> bool:
     return _SYMBOL.fullmatch(symbol) is not None
 
 
-def _digest(data: bytes) -> str:
+def digest(data: bytes) -> str:
+    """sha256 hex digest of `data` (hashlib, i.e. OpenSSL, loaded on first use, not at `import ctensor`)."""
+    import hashlib
     return hashlib.sha256(data).hexdigest()
+
 
 
 def write_ir(directory: Path, symbol: str, llvm_ir: str) -> str:
@@ -55,12 +57,12 @@ def write_ir(directory: Path, symbol: str, llvm_ir: str) -> str:
         _atomic_write(directory / f"{symbol}.ll", data)
     except OSError:
         pass            # a cache that cannot be written is only slower
-    return _digest(data)
+    return digest(data)
 
 
 def write_object(directory: Path, symbol: str, tier: str, obj: bytes, ir_digest: str) -> None:
     """Write ``<symbol>.o`` with its header (module docstring)."""
-    header = f"{symbol} {tier} {len(obj)} {_digest(obj)} {ir_digest}\n".encode()
+    header = f"{symbol} {tier} {len(obj)} {digest(obj)} {ir_digest}\n".encode()
     try:
         directory.mkdir(parents=True, exist_ok=True)
         _atomic_write(directory / f"{symbol}.o", FORMAT + header + obj)
@@ -85,7 +87,7 @@ def read_object(directory: Path, symbol: str):
         size = int(size)
     except ValueError:          # not ASCII, wrong field count, a size that is not a number
         return None
-    if name != symbol or tier not in TIERS or size != len(obj) or _digest(obj) != obj_digest:
+    if name != symbol or tier not in TIERS or size != len(obj) or digest(obj) != obj_digest:
         return None
     return obj, tier, ir_digest
 
@@ -96,7 +98,7 @@ def read_ir(directory: Path, symbol: str, ir_digest: str) -> str | None:
         data = (directory / f"{symbol}.ll").read_bytes()
     except (OSError, ValueError):
         return None
-    if _digest(data) != ir_digest:
+    if digest(data) != ir_digest:
         return None
     try:
         return data.decode()

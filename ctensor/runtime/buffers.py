@@ -7,11 +7,12 @@ viewing it is collected.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 import numpy as np
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+# the process's own symbols, as the JIT resolves the kernels' `realloc`: the same allocator, and no
+# `ctypes.util.find_library` (it spawns ldconfig: ~10 ms of `import ctensor`)
+_libc = ctypes.CDLL(None)
 _libc.free.argtypes = [ctypes.c_void_p]
 _libc.free.restype = None
 _libc.realloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
@@ -36,16 +37,25 @@ class _CBuffer:
         _free(_ptr(self.address))
 
 
+SMALL = 4096          # bytes: a kernel buffer up to this size is copied into numpy and freed
+
+
 def adopt_array(cell, n: int, dtype) -> np.ndarray:
-    """The first n elements of the buffer of a [address, capacity] cell as a numpy array that owns
-    the buffer (no copy): the buffer is shrunk to n elements and the cell cleared, so the caller's
-    later `free(cell[0])` does nothing."""
+    """The first n elements of the buffer of a [address, capacity] cell as a read-only numpy array:
+    one that owns the buffer (no copy; shrunk to n elements), or for at most `SMALL` bytes a copy
+    (the buffer freed).  The cell is cleared, so the caller's later `free(cell[0])` does nothing."""
     dtype = np.dtype(dtype)
     if n == 0:
         return np.zeros(0, dtype)
     if cell is None or int(cell[0]) == 0 or int(cell[1]) < n:
         raise RuntimeError(f"kernel output buffer holds fewer than {n} elements")
     address = int(cell[0])
+    nbytes = n * dtype.itemsize
+    if nbytes <= SMALL:                      # a copy is cheaper than numpy's array interface
+        out = np.frombuffer(ctypes.string_at(address, nbytes), dtype)
+        _libc.free(address)
+        cell[0], cell[1] = 0, 0
+        return out
     if int(cell[1]) > n:                     # give back the doubling slack (in place, usually)
         shrunk = _libc.realloc(ctypes.c_void_p(address), n * dtype.itemsize)
         address = shrunk or address

@@ -1,0 +1,176 @@
+"""Cold compile time of every app kernel, split by stage, each operation in a fresh process with the
+disk cache off (issue 27 item 5: < 0.2 s per kernel).
+
+    python benchmarks/compile_report.py [--runs 3] [--only box,radius,...]
+
+Stages (seconds, per kernel; the minimum over `--runs` fresh processes of each stage's time):
+  plan      parse, plan, validity (z3 only where an access dimension mixes indices)
+  lower     looplet lowering to IR, not counting the guard proofs
+  guards    z3 guard proofs (the first one in a process imports z3)
+  emit      IR -> LLVM text, parse and verify (the first compile in a process creates the engine,
+            importing llvmlite)
+  optimize  the LLVM pass pipeline
+  codegen   machine code (MCJIT)
+  total     wall time of the kernel's compile, from parsing to a callable (the stages plus glue)
+  run       one call of the operation once compiled (the app's query, to check that a faster
+            compile did not make the code slower; a few ms of noise)
+The stage clocks wrap the compiler's functions wherever a module refers to them, so the report
+follows the code as it is refactored (a stage it cannot find reads 0).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# operation name -> the code run in the child (after `setup`); it defines `op()`
+OPS = {
+    "box": "ix = spatial.index(PTS); op = lambda: ix.box([10, 10], [20, 20])",
+    "radius": "ix = spatial.index(PTS); op = lambda: ix.radius([50, 50], 5.0)",
+    "box_many": "ix = spatial.index(PTS); op = lambda: ix.box_many(LO, LO + 5)",
+    "radius_many": "ix = spatial.index(PTS); op = lambda: ix.radius_many(LO, 3.0)",
+    "count": "ix = genomics.index(DATA); op = lambda: ix.count_overlaps(QS, QE, chrom='chr1')",
+    "overlap": "ix = genomics.index(DATA); op = lambda: ix.overlap(QS, QE, chrom='chr1')",
+    "intersect": "ix = genomics.index(DATA); op = lambda: ix.intersect(QS, QE, chrom='chr1')",
+    "closest": "ix = genomics.index(DATA); op = lambda: ix.closest(QS, QE, chrom='chr1')",
+    "covered": "ix = genomics.index(DATA); op = lambda: ix.covered(QS, QE, chrom='chr1')",
+    "subtract": "ix = genomics.index(DATA); op = lambda: ix.subtract(QS, QE, chrom='chr1')",
+    "merge": "ix = genomics.index(DATA); op = lambda: ix.merge()",
+    "count_grid": "ix = genomics.index(DATA, layout='grid'); op = lambda: ix.count_overlaps(QS, QE, chrom='chr1')",
+    "overlap_grid": "ix = genomics.index(DATA, layout='grid'); op = lambda: ix.overlap(QS, QE, chrom='chr1')",
+}
+
+CHILD = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    import pandas as pd
+    import ctensor
+    from ctensor.apps import genomics, spatial
+    import ctensor.codegen.engine as engine
+    import ctensor.analysis.guards as guards
+
+    rng = np.random.default_rng(0)
+    PTS = rng.uniform(0, 100, (20000, 2))
+    LO = rng.uniform(0, 90, (50, 2))
+    s = np.sort(rng.integers(0, 10**6, 2000))
+    DATA = pd.DataFrame({"chrom": "chr1", "start": s, "end": s + rng.integers(1, 500, s.size)})
+    QS = np.sort(rng.integers(0, 10**6, 200)); QE = QS + 300
+
+    clock = {"plan": 0.0, "lower": 0.0, "guards": 0.0, "emit": 0.0, "optimize": 0.0, "codegen": 0.0}
+    depth = {"lower": 0}
+    kernels = []          # one row per compiled kernel: its text and its stage deltas
+    mark = dict(clock)
+    text = [None]
+    start = [0.0]
+
+    def wrap(fn, stage, reentrant=False, after=None):
+        def w(*a, **k):
+            if reentrant and depth[stage]:
+                return fn(*a, **k)
+            depth[stage] = depth.get(stage, 0) + 1
+            t = time.perf_counter()
+            if stage == "plan":
+                start[0] = t          # a kernel's compile starts with its plan
+            try:
+                out = fn(*a, **k)
+            finally:
+                depth[stage] -= 1
+                clock[stage] += time.perf_counter() - t
+            if after:
+                after(a, out)
+            return out
+        return w
+
+    def replace_everywhere(fn, new):
+        for name, m in list(sys.modules.items()):
+            if name.startswith("ctensor") and m is not None:
+                for attr, v in list(vars(m).items()):
+                    if v is fn:
+                        setattr(m, attr, new)
+
+    def on_plan(a, out):
+        text[0] = getattr(a[0], "text", None)
+
+    def on_compiled(a, cf):
+        # the engine's own clocks for the LLVM stages; a kernel ends here
+        secs = cf.compile_seconds
+        clock["emit"] += secs.get("emit", 0.0); clock["optimize"] += secs.get("optimize", 0.0)
+        clock["codegen"] += secs.get("jit", 0.0)
+        row = {k: clock[k] - mark[k] for k in clock}
+        row["lower"] -= row["guards"]
+        row["text"] = text[0]
+        kernels.append(row)
+        mark.update(clock)
+
+    import ctensor.lang.program as program
+    import ctensor.lower.lowerer as lowerer
+    replace_everywhere(program.make_plan, wrap(program.make_plan, "plan", after=on_plan))
+    replace_everywhere(lowerer.lower, wrap(lowerer.lower, "lower", reentrant=True))
+    guards.GuardProver._solve = wrap(guards.GuardProver._solve, "guards")
+    compile_orig = engine._Engine.compile
+    def compile_timed(self, fn, opt, use_cache):
+        t = time.perf_counter()
+        cf = compile_orig(self, fn, opt, use_cache)
+        on_compiled(None, cf)
+        kernels[-1]["total"] = time.perf_counter() - start[0]
+        return cf
+    engine._Engine.compile = compile_timed
+
+    exec(sys.argv[1])
+    t = time.perf_counter(); op(); first = time.perf_counter() - t
+    runs = []
+    for _ in range(5):
+        t = time.perf_counter(); op(); runs.append(time.perf_counter() - t)
+    json.dump({"first": first, "run": min(runs), "kernels": kernels}, sys.stdout)
+""")
+
+
+def child(code):
+    env = dict(os.environ, CTENSOR_CACHE_DIR="off")
+    o = subprocess.run([sys.executable, "-c", CHILD, code], env=env, capture_output=True, text=True,
+                       cwd=ROOT, timeout=600)
+    if o.returncode:
+        raise RuntimeError(o.stderr[-2000:])
+    return json.loads(o.stdout)
+
+
+def name_of(text):
+    from ctensor.apps.genome_einsums import EINSUMS as G
+    from ctensor.apps.spatial import EINSUMS as S
+    for table, prefix in ((S, "spatial."), (G, "genomics.")):
+        for k, v in table.items():
+            if text is not None and " ".join(v.split()) == " ".join(text.split()):
+                return prefix + k
+    return (text or "?")[:28]
+
+
+STAGES = ("plan", "lower", "guards", "emit", "optimize", "codegen")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    ops = [o for o in OPS if not args.only or o in args.only.split(",")]
+    print(f"cold compile per app kernel, seconds (min of {args.runs} fresh processes, CTENSOR_CACHE_DIR=off)")
+    print(f"| operation | kernel | {' | '.join(STAGES)} | total | run (ms) |")
+    print("|---|---|" + "---|" * (len(STAGES) + 2))
+    for op in ops:
+        results = [child(OPS[op]) for _ in range(args.runs)]
+        n = min(len(r["kernels"]) for r in results)
+        for k in range(n):
+            rows = [r["kernels"][k] for r in results]
+            best = {s: min(r[s] for r in rows) for s in STAGES}
+            total = min(r["total"] for r in rows)
+            print(f"| {op} | {name_of(rows[0]['text'])} | " + " | ".join(f"{best[s]:.3f}" for s in STAGES)
+                  + f" | {total:.3f} | {min(r['run'] for r in results) * 1e3:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -218,4 +218,6 @@ def test_loop_1e6(benchmark, impl, shifted):
 
 
 # ---------------------------------------------------------------- thread scaling
-# (section reserved for the lead: batched genomic counts and spatial queries at 1 and 2 threads)
+# in benchmarks/bench_threads.py (its inputs are large, and its report prints the load average):
+# one kernel from two threads against serial calls, and the apps' workers=1 vs workers=2 on batched
+# genomic counts / overlaps and spatial box / radius batches

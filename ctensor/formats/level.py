@@ -170,7 +170,8 @@ def float_exact(src: np.ndarray, conv: np.ndarray) -> np.ndarray:
 
 def writable_alias(a: np.ndarray) -> bool:
     """May anyone write to `a`'s memory?  False only for a kernel output: read-only views all the way
-    down to a buffer object that declares itself frozen (`runtime.buffers`, `FROZEN_BUFFER`).  A
+    down to a buffer object that declares itself frozen (`runtime.buffers`, `FROZEN_BUFFER`), or
+    to an immutable `bytes` object.  A
     read-only array the caller owns can be made writeable again (`flags.writeable = True`), and a
     read-only view of a bytearray or mmap shares memory someone else writes, so both count as
     writable."""
@@ -178,7 +179,8 @@ def writable_alias(a: np.ndarray) -> bool:
         if a.flags.writeable:
             return True
         a = a.base
-    return not getattr(a, FROZEN_BUFFER, False)
+    # bytes are immutable: a small kernel output is copied into one (`runtime.buffers.adopt_array`)
+    return not (type(a) is bytes or getattr(a, FROZEN_BUFFER, False))
 
 
 FROZEN_BUFFER = "ctensor_frozen_buffer"     # attribute of the kernel-output buffer owners

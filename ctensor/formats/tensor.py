@@ -64,6 +64,14 @@ class Tensor:
         if validate and not owned:       # unchecked buffers are the caller's responsibility anyway
             _detach(format)
 
+    @classmethod
+    def frozen(cls, level: Level, name: str) -> "Tensor":
+        """A tensor over canonical, read-only buffers that ctensor built itself (a kernel's output,
+        `runtime.output_format`): nothing to validate or copy, and no tile level to number."""
+        t = cls.__new__(cls)
+        t.level, t.name = level, name
+        return t
+
     # ---- structure
     @property
     def format(self) -> Level:

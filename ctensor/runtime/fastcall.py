@@ -25,10 +25,13 @@ from array import array
 
 import numpy as np
 
+from ..formats.dense import Dense
+from ..formats.element import Element
 from ..formats.tensor import Tensor
 from ..lang.affine import form
 from ..lang.program import accesses
-from .buffers import free
+from .buffers import adopt_array, free
+from .output_format import NP_DTYPE
 
 SLOW = object()          # "take the checked path"
 
@@ -105,11 +108,17 @@ class FastCall:
             off = cells[0][1]
             lines.append({"float": f"return unpack_d(blk, {8 * off})[0]", "int": f"return blk[{off}]",
                           "bool": f"return (blk[{off}] & 255) != 0"}[kind])
+        elif _all_dense(kernel.out_fmt) and not kernel.merge_output:
+            # the common Dense output (one value per id): its shapes are the inputs' modes
+            es, plan = kernel.es, kernel.plan
+            shapes = ", ".join(f"sh{pos[plan.source[i][0]]}[{plan.source[i][1]}]" for i in es.out_idxs)
+            lines.append(f"return dense(blk, ({shapes},))")
         else:
             lines.append("return finish(kw, blk)")
         self.source = "def fast(kw):\n" + "\n".join("    " + ln.replace("\n", "\n    ") for ln in lines)
         env = dict(seen_get=self.seen.get, admit=self._admit, SLOW=SLOW, array=array, ZEROS=(0,) * extra,
                    entry=kernel.compiled.packed, failed=self._failed, finish=self._finish,
+                   dense=self._dense,
                    unpack_d=_D.unpack_from, pack_d=_D.pack, unpack_q=_Q.unpack, INT64=_INT64,
                    **{f"M{j}": m for j, m in enumerate(measures)})
         exec(compile(self.source, f"<fast call of {kernel.text!r}>", "exec"), env)
@@ -140,6 +149,20 @@ class FastCall:
     def _finish(self, kw, blk):
         return self.kernel._finish_cells(kw, memoryview(blk), self.grows)
 
+    def _dense(self, blk, shapes):
+        """The output Tensor of an all-Dense output format (`rebuild_output`'s Dense case, inlined)."""
+        (off, _), = self.grows
+        fmt, n = self.kernel.out_fmt, 1
+        for s in shapes:
+            n *= s
+        dtype = NP_DTYPE[fmt.leaf.kind]
+        leaf = Element(fmt.fill, dtype=dtype)
+        leaf.val = adopt_array(memoryview(blk)[off:off + 2], n, dtype)     # of the leaf's dtype already
+        lvl = leaf
+        for s in reversed(shapes):
+            lvl = Dense(lvl, s)
+        return Tensor.frozen(lvl, self.kernel.es.out)
+
 
 def _scalar_lines(var, name, kind):
     """Read scalar `name` into the int64 `var` (floats bit-cast), or return SLOW (the checked path
@@ -150,6 +173,14 @@ def _scalar_lines(var, name, kind):
                 f"{var} = unpack_q(pack_d(v))[0]"]
     ok = "(type(v) is int and v in INT64) or type(v) is bool" if kind == "int" else "type(v) is bool"
     return [get, f"if not ({ok}):", "    return SLOW", f"{var} = int(v)"]
+
+
+def _all_dense(fmt) -> bool:
+    """Is `fmt` Dense levels over an Element leaf (one grown buffer: the values)?"""
+    if fmt is None:
+        return False
+    lvls = fmt.levels()
+    return all(type(lv) is Dense for lv in lvls[:-1]) and type(lvls[-1]) is Element
 
 
 def _shape_groups(kernel):

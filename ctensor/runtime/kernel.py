@@ -26,6 +26,7 @@ from .fastcall import SLOW, Failed, FastCall
 from .merge_output import unmergeable
 from .output_format import NP_DTYPE, rebuild_output
 from .packed import PackedCall
+from .spec import KernelSpec
 from .buffers import free
 
 
@@ -71,6 +72,9 @@ class Kernel:
     """
 
     def __init__(self, spec, compiled, fn=None, fn_loader=None, source="compiled"):
+        if not isinstance(spec, KernelSpec):
+            raise TypeError("a Kernel is built by the compiler: use ct.compile(text, **tensors) "
+                            "(or ctensor.driver.compile_kernel(text, kwargs, ...))")
         self.spec, self.compiled, self.source = spec, compiled, source
         self._fn, self._fn_loader = fn, fn_loader
         self.text, self.es, self.plan = spec.text, spec.es, spec.plan
@@ -260,7 +264,7 @@ class Kernel:
         cells = {key: cells_view[off:off + 2] for off, key in grows}
         try:
             tensors = {k: kwargs[k] for k in self.formats}
-            return Tensor(self._rebuild(tensors, cells), name=self.es.out, validate=False)
+            return Tensor.frozen(self._rebuild(tensors, cells), self.es.out)
         finally:
             for cell in cells.values():
                 free(int(cell[0]))

@@ -94,7 +94,9 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
         if isinstance(lvl, Pattern):
             return Pattern()
         if isinstance(lvl, Element):
-            return Element(lvl.fill, val=adopt_array(cell("val"), npos, NP_DTYPE[lvl.kind]), dtype=NP_DTYPE[lvl.kind])
+            leaf = Element(lvl.fill, dtype=NP_DTYPE[lvl.kind])
+            leaf.val = adopt_array(cell("val"), npos, NP_DTYPE[lvl.kind])    # of the leaf's dtype already
+            return leaf
         if isinstance(lvl, Dense):
             n = shape_of(depth)
             return Dense(build(lvl.child, depth + 1, npos * n), n)

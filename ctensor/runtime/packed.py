@@ -109,7 +109,7 @@ class PackedCall:
             if self.out_cell is not None:
                 return self.out_cell[0].item()
             # well-formed by construction: appends are checked in order by the kernel itself
-            return Tensor(k._rebuild(self.tensors, self.cells), name=k.es.out, validate=False)
+            return Tensor.frozen(k._rebuild(self.tensors, self.cells), k.es.out)
         finally:
             self.release()
 

@@ -1,0 +1,97 @@
+"""Warm start of every app kernel: how long a kernel already in the on-disk kernel cache takes to be
+ready in a new process (issue 27 item 5: < 5 ms), next to its cold compile.
+
+    python benchmarks/warm_report.py [--runs 3] [--only box,count,...]
+
+For each operation of `compile_report.OPS`: one fresh process compiles its kernels into an empty
+cache directory (cold), then `--runs` fresh processes load them from it (warm).  Columns (ms,
+minimum over the processes): `kernels` the time spent in `ctensor.driver.compile_kernel` (every
+kernel the operation's first call compiles or loads, siblings included), `engine` creating the
+JIT engine (importing llvmlite: once per process, paid by its first kernel), `first call` the
+operation's first call and `run` a later one (`first call - run` is what a warm start costs the
+user beyond the query), `import` of ctensor.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+from compile_report import OPS, ROOT
+
+CHILD = textwrap.dedent("""
+    import json, sys, time
+    t0 = time.perf_counter()
+    import ctensor
+    t_import = time.perf_counter() - t0
+    import numpy as np
+    import pandas as pd
+    from ctensor.apps import genomics, spatial
+    import ctensor.driver.pipeline as pipeline
+    import ctensor.codegen.engine as engine
+
+    rng = np.random.default_rng(0)
+    PTS = rng.uniform(0, 100, (20000, 2))
+    LO = rng.uniform(0, 90, (50, 2))
+    s = np.sort(rng.integers(0, 10**6, 2000))
+    DATA = pd.DataFrame({"chrom": "chr1", "start": s, "end": s + rng.integers(1, 500, s.size)})
+    QS = np.sort(rng.integers(0, 10**6, 200)); QE = QS + 300
+
+    spent, sources = [0.0], []
+    compile_kernel = pipeline.compile_kernel
+    def timed(*a, **k):
+        t = time.perf_counter()
+        kern = compile_kernel(*a, **k)
+        spent[0] += time.perf_counter() - t
+        sources.append(kern.source)
+        return kern
+    for name, m in list(sys.modules.items()):
+        if name.startswith("ctensor") and m is not None and getattr(m, "compile_kernel", None) is compile_kernel:
+            m.compile_kernel = timed
+    t = time.perf_counter(); engine.get_engine(); t_engine = time.perf_counter() - t
+    exec(sys.argv[1])
+    t = time.perf_counter(); op(); first = time.perf_counter() - t
+    runs = []
+    for _ in range(5):
+        t = time.perf_counter(); op(); runs.append(time.perf_counter() - t)
+    json.dump({"import": t_import, "engine": t_engine, "kernels": spent[0], "sources": sources,
+               "first": first, "run": min(runs)}, sys.stdout)
+""")
+
+
+def child(code, cache):
+    env = dict(os.environ, CTENSOR_CACHE_DIR=cache)
+    o = subprocess.run([sys.executable, "-c", CHILD, code], env=env, capture_output=True, text=True,
+                       cwd=ROOT, timeout=600)
+    if o.returncode:
+        raise RuntimeError(o.stderr[-2000:])
+    return json.loads(o.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    ops = [o for o in OPS if not args.only or o in args.only.split(",")]
+    print(f"kernel readiness per app operation, ms (warm: min of {args.runs} fresh processes)")
+    print("| operation | kernels | cold: kernels | warm: kernels | warm: engine | warm: first call | "
+          "warm: run | warm: import |")
+    print("|---|---|---|---|---|---|---|---|")
+    for op in ops:
+        with tempfile.TemporaryDirectory() as cache:
+            cold = child(OPS[op], cache)
+            warm = [child(OPS[op], cache) for _ in range(args.runs)]
+        assert all(s == "disk" for w in warm for s in w["sources"]), [w["sources"] for w in warm]
+        best = {k: min(w[k] for w in warm) for k in ("kernels", "engine", "first", "run", "import")}
+        print(f"| {op} | {len(cold['sources'])} | {cold['kernels'] * 1e3:.1f} | {best['kernels'] * 1e3:.2f} | "
+              f"{best['engine'] * 1e3:.1f} | {best['first'] * 1e3:.2f} | {best['run'] * 1e3:.2f} | "
+              f"{best['import'] * 1e3:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

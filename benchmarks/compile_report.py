@@ -1,7 +1,9 @@
 """Cold compile time of every app kernel, split by stage, each operation in a fresh process with the
 disk cache off (issue 27 item 5: < 0.2 s per kernel).
 
-    python benchmarks/compile_report.py [--runs 3] [--only box,radius,...]
+    python benchmarks/compile_report.py [--runs 3] [--only box,radius,...] [--no-extras]
+
+First (unless --no-extras): `import ctensor` time and `codegen.load_compiled` time in fresh processes.
 
 Stages (seconds, per kernel; the minimum over `--runs` fresh processes of each stage's time):
   plan      parse, plan, validity (z3 only where an access dimension mixes indices)
@@ -12,6 +14,7 @@ Stages (seconds, per kernel; the minimum over `--runs` fresh processes of each s
   optimize  the LLVM pass pipeline
   codegen   machine code (MCJIT)
   total     wall time of the kernel's compile, from parsing to a callable (the stages plus glue)
+  cpu       the process's CPU time over the same span (less sensitive to other load on the machine)
   run       one call of the operation once compiled (the app's query, to check that a faster
             compile did not make the code slower; a few ms of noise)
 The stage clocks wrap the compiler's functions wherever a module refers to them, so the report
@@ -66,7 +69,7 @@ CHILD = textwrap.dedent("""
     kernels = []          # one row per compiled kernel: its text and its stage deltas
     mark = dict(clock)
     text = [None]
-    start = [0.0]
+    start = [0.0, 0.0]
 
     def wrap(fn, stage, reentrant=False, after=None):
         def w(*a, **k):
@@ -75,7 +78,7 @@ CHILD = textwrap.dedent("""
             depth[stage] = depth.get(stage, 0) + 1
             t = time.perf_counter()
             if stage == "plan":
-                start[0] = t          # a kernel's compile starts with its plan
+                start[0], start[1] = t, time.process_time()   # a kernel's compile starts with its plan
             try:
                 out = fn(*a, **k)
             finally:
@@ -118,6 +121,7 @@ CHILD = textwrap.dedent("""
         cf = compile_orig(self, fn, opt, use_cache)
         on_compiled(None, cf)
         kernels[-1]["total"] = time.perf_counter() - start[0]
+        kernels[-1]["cpu"] = time.process_time() - start[1]
         return cf
     engine._Engine.compile = compile_timed
 
@@ -149,6 +153,61 @@ def name_of(text):
     return (text or "?")[:28]
 
 
+IMPORT = textwrap.dedent("""
+    import sys, time
+    t0 = time.perf_counter(); c0 = time.process_time()
+    import numpy
+    t1 = time.perf_counter(); c1 = time.process_time()
+    import ctensor
+    t2 = time.perf_counter(); c2 = time.process_time()
+    print(t1 - t0, t2 - t1, c2 - c1, t2 - t0)
+""")
+
+# a fresh process loads a kernel compiled by an earlier one, by symbol (the runtime's warm path):
+# llvmlite's import, then `load_compiled` (engine creation, header and sha256 check, MCJIT load)
+LOAD = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    import ctensor
+    from ctensor.codegen import load_compiled
+    t0 = time.perf_counter()
+    import llvmlite.binding
+    t1 = time.perf_counter()
+    cf = load_compiled(sys.argv[1])
+    t2 = time.perf_counter()
+    assert cf is not None and cf.source == "disk"
+    print(t1 - t0, t2 - t1)
+""")
+
+
+def extras(runs):
+    import tempfile
+    rows = []
+    for _ in range(max(runs, 5)):
+        o = subprocess.run([sys.executable, "-c", IMPORT], capture_output=True, text=True, cwd=ROOT)
+        rows.append([float(x) for x in o.stdout.split()])
+    best = [min(r[k] for r in rows) for k in range(4)]
+    print(f"import: numpy {best[0]:.3f} s, ctensor after numpy {best[1]:.3f} s wall / {best[2]:.3f} s cpu, "
+          f"both {best[3]:.3f} s (min of {len(rows)} fresh processes; python -c 'import ctensor' adds the "
+          f"interpreter's start)")
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, CTENSOR_CACHE_DIR=d)
+        code = ("import numpy as np, ctensor\nfrom ctensor.apps import spatial\n"
+                "ix = spatial.index(np.random.default_rng(0).uniform(0, 100, (2000, 2)))\n"
+                "ix.box([10, 10], [20, 20]); print(ix.kernels['box'].compiled.name)")
+        o = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+        symbol = o.stdout.split()[-1]
+        times = []
+        for _ in range(max(runs, 5)):
+            o = subprocess.run([sys.executable, "-c", LOAD, symbol], capture_output=True, text=True, cwd=ROOT, env=env)
+            if o.returncode:
+                raise RuntimeError(o.stderr[-2000:])
+            times.append([float(x) for x in o.stdout.split()])
+        print(f"load_compiled (spatial box kernel, warm disk cache, fresh process): "
+              f"{min(t[1] for t in times) * 1e3:.2f} ms incl. engine creation, after importing llvmlite "
+              f"({min(t[0] for t in times) * 1e3:.1f} ms); median {sorted(t[1] for t in times)[len(times) // 2] * 1e3:.2f} ms")
+
+
 STAGES = ("plan", "lower", "guards", "emit", "optimize", "codegen")
 
 
@@ -156,11 +215,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default="")
+    ap.add_argument("--no-extras", action="store_true", help="skip the import and load_compiled timings")
     args = ap.parse_args()
+    if not args.no_extras:
+        extras(args.runs)
     ops = [o for o in OPS if not args.only or o in args.only.split(",")]
     print(f"cold compile per app kernel, seconds (min of {args.runs} fresh processes, CTENSOR_CACHE_DIR=off)")
-    print(f"| operation | kernel | {' | '.join(STAGES)} | total | run (ms) |")
-    print("|---|---|" + "---|" * (len(STAGES) + 2))
+    print(f"| operation | kernel | {' | '.join(STAGES)} | total | cpu | run (ms) |")
+    print("|---|---|" + "---|" * (len(STAGES) + 3))
     for op in ops:
         results = [child(OPS[op]) for _ in range(args.runs)]
         n = min(len(r["kernels"]) for r in results)
@@ -168,8 +230,9 @@ def main():
             rows = [r["kernels"][k] for r in results]
             best = {s: min(r[s] for r in rows) for s in STAGES}
             total = min(r["total"] for r in rows)
+            cpu = min(r["cpu"] for r in rows)
             print(f"| {op} | {name_of(rows[0]['text'])} | " + " | ".join(f"{best[s]:.3f}" for s in STAGES)
-                  + f" | {total:.3f} | {min(r['run'] for r in results) * 1e3:.2f} |", flush=True)
+                  + f" | {total:.3f} | {cpu:.3f} | {min(r['run'] for r in results) * 1e3:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

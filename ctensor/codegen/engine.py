@@ -119,11 +119,11 @@ class _Engine:
         self.target = llvm.Target.from_default_triple()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self.tm_opt = self._machine(3)          # used by the pass builder only
+        self._tm_opt = None                     # the pass builder's, made by the first compile
         self.tm_codegen: dict = {}              # the light tiers' code generators, made on first use
         self.ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self._machine(3))  # owns its tm
-        self.triple = self.tm_opt.triple
-        self.data_layout = str(self.tm_opt.target_data)
+        self.triple = self.target.triple
+        self.data_layout = str(self.ee.target_data)
         self.ee.set_object_cache(self._notify, self._getbuffer)
         self.lock = threading.RLock()
         self.compiled: dict[str, CompiledFunction] = {}  # symbol -> result
@@ -133,6 +133,12 @@ class _Engine:
         self.cache_dir = None                   # set per compile (env may change in tests)
         self.hits: dict[str, bytes] = {}        # module name -> object code to hand to MCJIT
         self.current = None                     # (symbol, tier, .ll digest) being compiled
+
+    @property
+    def tm_opt(self):
+        if self._tm_opt is None:
+            self._tm_opt = self._machine(3)
+        return self._tm_opt
 
     def _machine(self, opt):
         return self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt, jit=True)

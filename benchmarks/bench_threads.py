@@ -11,9 +11,11 @@ The peer of each 2-thread timing is the same work on one thread, in the same run
   thread) and as `GenomeIndex` methods on arrays (the split part alone);
 - spatial: batches of 10,000 boxes and of 10,000 disks (about 100 points each) over 1e6 uniform
   points, workers=1 vs workers=2.
+- control: numpy sorts two 2e6-float arrays (GIL-free C code, no ctensor) one after the other or in
+  two threads: the speed-up two threads can get on this machine at that moment.
 Each result is checked equal to the one-thread result outside the timing.  The table printed at the
 end (with -s) gives the ratios, and the load average while it ran: the machine has 2 cores, so
-anything else running shows up in the 2-thread numbers.
+anything else running shows up in the 2-thread numbers (and in the control's).
 """
 from __future__ import annotations
 
@@ -50,6 +52,21 @@ def _report():
 
 def _record(benchmark, work, threads):
     _TIMES[(work, threads)] = benchmark.stats.stats.min
+
+
+# ------------------------------------------------------------------ control: GIL-free numpy
+@pytest.mark.benchmark(group="control: numpy sort of 2 x 2e6 floats")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_control_numpy_sort(benchmark, threads):
+    rng = np.random.default_rng(0)
+    arrays = [rng.random(2_000_000), rng.random(2_000_000)]
+    if threads == 1:
+        got = benchmark(lambda: [np.sort(a) for a in arrays])
+    else:
+        with ThreadPoolExecutor(2) as ex:
+            got = benchmark(lambda: list(ex.map(np.sort, arrays)))
+    assert all(np.array_equal(g, np.sort(a)) for g, a in zip(got, arrays))
+    _record(benchmark, "control: numpy sort x2", threads)
 
 
 # ------------------------------------------------------------------ one kernel, two threads

@@ -1,0 +1,103 @@
+"""The on-disk kernel cache (`ctensor.driver.kernel_store`): a kernel compiled by one process is
+loaded by the next without lowering, computes the same values, and a damaged entry is a miss."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHILD = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import ctensor as ct
+    A = ct.intervals([0.0, 5.0], [2.0, 7.0], values=[3.0, 1.0])
+    B = ct.intervals([1.0], [6.0], values=[2.0])
+    S = ct.interval_set([0, 2, 5], [4, 6, 7])
+    k = ct.compile("s[] = A[x] * B[x] * d(x; lebesgue)", A=A, B=B)
+    d = ct.compile("C[i] = S[i, x] * B[x] * d(x; lebesgue)", S=S, B=B)
+    dep = ct.einsum("C[x] = S[i, x] * d(i; counting)", S=S)          # runs the merged sibling
+    print(k.source, d.source, k(A=A, B=B), d(S=S, B=B).to_numpy().tolist(),
+          [(p[0][0][0].value, p[1]) for p in dep.pieces()], len(k.ir.splitlines()) > 5, k.compiled.source)
+""")
+
+
+def run(cache):
+    out = subprocess.run([sys.executable, "-c", CHILD], env=dict(os.environ, CTENSOR_CACHE_DIR=str(cache)),
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split(maxsplit=2)
+
+
+def test_a_new_process_loads_kernels_without_lowering(tmp_path):
+    first = run(tmp_path)
+    assert first[:2] == ["compiled", "compiled"]
+    second = run(tmp_path)
+    assert second[:2] == ["disk", "disk"] and second[2] == first[2].replace("compiled", "disk")
+    assert "8.0 [6.0, 8.0, 2.0] [(0.0, 1), (2.0, 2), (4.0, 1), (5.0, 2), (6.0, 1)]" in second[2] and second[2].split()[-2] == "True"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "swap", "garbage", "empty", "fn_missing"])
+def test_a_damaged_entry_is_a_miss(tmp_path, damage):
+    first = run(tmp_path)
+    specs = sorted(tmp_path.glob("k_*.spec"))
+    assert len(specs) >= 3
+    if damage == "truncate":
+        for f in specs:
+            f.write_bytes(f.read_bytes()[:-7])
+    elif damage == "flip":
+        for f in specs:
+            b = bytearray(f.read_bytes())
+            b[len(b) // 2] ^= 0x80
+            f.write_bytes(bytes(b))
+    elif damage == "swap":          # each sealed for its own key: a swapped pair is two misses
+        a, b = specs[0].read_bytes(), specs[1].read_bytes()
+        specs[0].write_bytes(b)
+        specs[1].write_bytes(a)
+    elif damage == "garbage":
+        for f in specs:
+            f.write_bytes(b"ctensor-kernel-v1 x y z\n" + os.urandom(64))
+    elif damage == "empty":
+        for f in specs:
+            f.write_bytes(b"")
+    else:
+        for f in tmp_path.glob("k_*.fn"):
+            f.unlink()
+    again = run(tmp_path)
+    assert again[2].split()[:6] == first[2].split()[:6]          # the same values
+    if damage in ("truncate", "flip", "garbage", "empty", "fn_missing"):
+        assert again[:2] == ["compiled", "compiled"]
+    assert run(tmp_path)[:2] == ["disk", "disk"]                   # rewritten by the miss
+
+
+def test_a_read_only_cache_directory_is_only_slower(tmp_path):
+    first = run(tmp_path)
+    os.chmod(tmp_path, 0o500)
+    try:
+        assert run(tmp_path)[2] == first[2].replace("compiled", "disk")
+    finally:
+        os.chmod(tmp_path, 0o700)
+
+
+def test_key_covers_what_determines_the_code(tmp_path, monkeypatch):
+    """Another format, fact, scalar kind, option or measure is another entry."""
+    import ctensor as ct
+    from ctensor.driver import compile_kernel
+    monkeypatch.setenv("CTENSOR_CACHE_DIR", str(tmp_path))
+    A = ct.intervals([0.0, 5.0], [2.0, 7.0], values=[3.0, 1.0])
+    A2 = ct.intervals([0.0, 5.0], [2.0, 7.0], values=[3.0, 1.0], closed="both")
+    B = ct.intervals([1.0], [6.0], values=[2.0])
+    texts = [("s[] = A[x + c] * B[x] * d(x; lebesgue)", dict(A=A, B=B, c=0.5)),
+             ("s[] = A[x + c] * B[x] * d(x; lebesgue)", dict(A=A, B=B, c=1)),
+             ("s[] = A[x + c] * B[x] * d(x; lebesgue)", dict(A=A2, B=B, c=0.5)),
+             ("s[] = A[x] * B[x] * d(x; m)", dict(A=A, B=B, m=ct.Measure("hi - lo"))),
+             ("s[] = A[x] * B[x] * d(x; m)", dict(A=A, B=B, m=ct.Measure("hi**2 - lo**2")))]
+    got = [compile_kernel(t, kw) for t, kw in texts]
+    assert [k.source for k in got] == ["compiled"] * 5
+    again = [compile_kernel(t, kw) for t, kw in texts]
+    assert [k.source for k in again] == ["disk"] * 5
+    assert [k(**kw) for k, (_, kw) in zip(again, texts)] == [k(**kw) for k, (_, kw) in zip(got, texts)]
+    assert compile_kernel(texts[0][0], texts[0][1], semiring="max").source == "compiled"
+    assert compile_kernel(texts[0][0], texts[0][1], use_store=False).source == "compiled"

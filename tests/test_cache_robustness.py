@@ -2,7 +2,8 @@
 compiles afresh, gets the right answer (numpy is the oracle) and rewrites the entry; it never
 raises, crashes or runs the wrong kernel.  Cases: a header whose size is not a number, a truncated
 object, a bit-flipped object, a bit-flipped ``.ll`` (a high bit: not UTF-8), two kernels' object
-files swapped (each header valid, naming the other kernel), a missing ``.ll``, a wrong magic, an
+files swapped (each header valid, naming the other kernel), one kernel's object under a valid
+header naming the other (forged: size and sha256 match), a missing ``.ll``, a wrong magic, an
 empty file, and read-only or unwritable cache directories.  `load_compiled` (loading an entry by
 symbol, for the runtime's warm cache) gets the same checks and returns None on damage.
 
@@ -10,6 +11,7 @@ Every run is a fresh process (the engine keeps what it compiled in memory) with 
 CTENSOR_CACHE_DIR."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -126,6 +128,16 @@ def _swapped(d, s):
     q.write_bytes(pb)
 
 
+def _forged(d, s):
+    # the scaled kernel's object under a valid header naming the dot kernel (size and sha256 of
+    # what follows): only the symbols MCJIT finds after loading can tell
+    p, q = _entry(d, s, "dot", "o"), _entry(d, s, "scaled", "o")
+    magic, header, obj = q.read_bytes().split(b"\n", 2)
+    fields = p.read_bytes().split(b"\n", 2)[1].split()
+    fields[2], fields[3] = str(len(obj)).encode(), hashlib.sha256(obj).hexdigest().encode()
+    p.write_bytes(magic + b"\n" + b" ".join(fields) + b"\n" + obj)
+
+
 def _missing_ll(d, s):
     _entry(d, s, "dot", "ll").unlink()
 
@@ -140,7 +152,7 @@ def _empty(d, s):
 
 
 DAMAGE = {f.__name__[1:]: f for f in (_size_not_a_number, _truncated, _flipped_object, _flipped_ll, _swapped,
-                                      _missing_ll, _wrong_magic, _empty)}
+                                      _forged, _missing_ll, _wrong_magic, _empty)}
 # which kernels each damage touches (the other one must still load from disk)
 TOUCHED = {"swapped": ("dot", "scaled")}
 

@@ -201,10 +201,9 @@ class _Engine:
         if symbol in self.compiled:
             return self.compiled[symbol]
         t0 = time.perf_counter()
-        directory = objcache.cache_dir()
-        if symbol in self.resident:             # e.g. a compile_llvm module: its code is here already
-            got, tier, ir_source = (None, None, None), "O3", None
-        else:
+        tier, ir_source = "O3", None
+        if symbol not in self.resident:         # (a compile_llvm module's code is here already)
+            directory = objcache.cache_dir()
             got = objcache.read_object(directory, symbol) if directory is not None else None
             if got is None:
                 return None
@@ -213,12 +212,15 @@ class _Engine:
                 self.ee.add_object_file(llvm.ObjectFileRef.from_data(got[0]))
             except Exception:                   # llvmlite refused the bytes: treat as damaged
                 return None
-            self.resident.add(symbol)
-            self.loaded_ir[symbol] = ir_source
         address = self.ee.get_function_address(symbol)
         packed_address = self.ee.get_function_address(symbol + "_packed")
         if not (address and packed_address):
-            return None                         # not a compile_function entry
+            # not a compile_function entry, or one whose verified object does not define what its
+            # header names (forged, or a bug): a miss, and not resident, so a compile of this
+            # symbol adds its own code
+            return None
+        self.resident.add(symbol)
+        self.loaded_ir[symbol] = ir_source
         result = CompiledFunction(
             name=symbol, address=address, packed_address=packed_address, ir_source=ir_source,
             unoptimized_ir=None, compile_seconds={"emit": 0.0, "optimize": 0.0, "jit": time.perf_counter() - t0},
@@ -255,13 +257,12 @@ class _Engine:
         optimise (or fetch from the disk cache) and add to the engine: (addresses, optimised IR,
         unoptimised IR, seconds, source)."""
         base = names[0]
-        # llvmlite quotes every global reference, so renaming the functions is exact
+        # both emitters (llvm_emit, llvmlite's printer) quote every global reference, so renaming
+        # the functions is exact
         unoptimized = text
         for name in names:
             unoptimized = unoptimized.replace(f'@"{name}"', f'@"{symbol}{name[len(base):]}"')
-        mod = llvm.parse_assembly(unoptimized)
-        mod.verify()                                  # before any pass: LLVM aborts on bad IR
-        mod.name, mod.triple, mod.data_layout = symbol, self.triple, self.data_layout
+        mod = self._parse(unoptimized, symbol)
         t1 = time.perf_counter()
         self.cache_dir = objcache.cache_dir() if use_cache else None
         cached = None if symbol in self.resident else self._read_cached(symbol)
@@ -280,7 +281,7 @@ class _Engine:
             # drop it and compile afresh under the same name
             self.ee.remove_module(mod)
             self.resident.discard(symbol)
-            mod = llvm.parse_assembly(unoptimized)
+            mod = self._parse(unoptimized, symbol)
             llvm_ir, cached = self._make_object(mod, symbol, tier), None
             self._add(mod, symbol)
             addresses = tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
@@ -291,6 +292,12 @@ class _Engine:
             llvm_ir = self.loaded_ir.get(symbol, lambda: None)() or ""
         secs = {"emit": t1 - t0, "optimize": t2 - t1, "jit": t3 - t2}
         return addresses, llvm_ir, unoptimized, secs, "disk" if cached else "compiled"
+
+    def _parse(self, text, symbol):
+        mod = llvm.parse_assembly(text)
+        mod.verify()                                  # before any pass: LLVM aborts on bad IR
+        mod.name, mod.triple, mod.data_layout = symbol, self.triple, self.data_layout
+        return mod
 
     def _make_object(self, mod, symbol, tier) -> str:
         """Optimise `mod` (the tier's pipeline) and write its IR to the disk cache; a light tier's

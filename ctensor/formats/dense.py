@@ -31,6 +31,13 @@ class Dense(Level):
     def __init__(self, child: Level, shape: int | None = None):
         self.child, self.shape = child, as_shape(shape, "Dense")
 
+    @classmethod
+    def frozen(cls, child: Level, shape: int) -> "Dense":
+        """A Dense level of a valid int shape that ctensor built itself (a kernel's output): no check."""
+        d = cls.__new__(cls)
+        d.child, d.shape = child, shape
+        return d
+
     def format_key(self):
         return ("Dense", self.child.format_key())
 

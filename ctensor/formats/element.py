@@ -99,6 +99,13 @@ class Element(Level):
             raise FormatError(f"fill {fill!r} cannot be stored exactly as {self.kind} values")
         self.val = None if val is None else np.ascontiguousarray(_exact_values(val, np_dtype, self.kind, fill))
 
+    def frozen(self, val: np.ndarray) -> "Element":
+        """This leaf's format over `val`, a contiguous array of its dtype that ctensor built itself (a
+        kernel's output, `runtime.output_format`): no conversion or check."""
+        e = Element.__new__(Element)
+        e.kind, e._fill, e.val = self.kind, self._fill, val
+        return e
+
     @property
     def is_leaf(self):
         return True

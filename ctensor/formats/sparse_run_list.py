@@ -76,6 +76,15 @@ class SparseRunList(Level):
         self.left_eps = None if left_eps is None else as_array(left_eps, "left_eps", np.int8)
         self.right_eps = None if right_eps is None else as_array(right_eps, "right_eps", np.int8)
 
+    @classmethod
+    def frozen(cls, child, ptr, left, right, closed, left_eps=None, right_eps=None) -> "SparseRunList":
+        """A level over canonical arrays of the right dtypes that ctensor built itself (a kernel's
+        output, `runtime.output_format`): no conversion or check."""
+        lv = cls.__new__(cls)
+        lv.child, lv.closed, lv.ptr, lv.left, lv.right = child, closed, ptr, left, right
+        lv.left_eps, lv.right_eps = left_eps, right_eps
+        return lv
+
     # ---- structure
     def format_key(self):
         return ("SparseRunList", self.closed, self.child.format_key())

@@ -152,15 +152,12 @@ class FastCall:
     def _dense(self, blk, shapes):
         """The output Tensor of an all-Dense output format (`rebuild_output`'s Dense case, inlined)."""
         (off, _), = self.grows
-        fmt, n = self.kernel.out_fmt, 1
+        leaf, n = self.kernel.out_fmt.leaf, 1
         for s in shapes:
             n *= s
-        dtype = NP_DTYPE[fmt.leaf.kind]
-        leaf = Element(fmt.fill, dtype=dtype)
-        leaf.val = adopt_array(memoryview(blk)[off:off + 2], n, dtype)     # of the leaf's dtype already
-        lvl = leaf
+        lvl = leaf.frozen(adopt_array(memoryview(blk)[off:off + 2], n, NP_DTYPE[leaf.kind]))
         for s in reversed(shapes):
-            lvl = Dense(lvl, s)
+            lvl = Dense.frozen(lvl, s)
         return Tensor.frozen(lvl, self.kernel.es.out)
 
 

@@ -213,11 +213,11 @@ def store_closed(lvl: SparseRunList, closed) -> SparseRunList:
         return lvl
     fl, fr = np.isfinite(lvl.left), np.isfinite(lvl.right)
     if isinstance(closed, DefaultClosed):
-        a, c = np.unique(le[fl]), np.unique(re[fr])
-        if len(a) > 1 or len(c) > 1:
+        a, c = _one_value(le[fl]), _one_value(re[fr])
+        if a is False or c is False:
             return lvl
-        a = int(a[0]) if len(a) else 0          # no finite endpoint on that side: [ and ) as default
-        c = int(c[0]) if len(c) else (-1 if a == 0 else 0)
+        a = 0 if a is None else a               # no finite endpoint on that side: [ and ) as default
+        c = (-1 if a == 0 else 0) if c is None else c
         closed = next((n for n, ends in CLOSED.items() if ends == (a, c)), None)
         if closed is None:
             return lvl
@@ -229,4 +229,12 @@ def store_closed(lvl: SparseRunList, closed) -> SparseRunList:
             text = f"{'[('[int(le[k] > 0)]}{float(lvl.left[k])!r}, {float(lvl.right[k])!r}{'])'[int(re[k] < 0)]}"
             raise FormatError(f"out= SparseRunList(closed={closed!r}) cannot hold the result: its interval {k} "
                               f"is {text}; use closed=None (Limit endpoints) or leave closed unset")
-    return SparseRunList(lvl.child, lvl.ptr, lvl.left, lvl.right, closed)
+    return SparseRunList.frozen(lvl.child, lvl.ptr, lvl.left, lvl.right, closed)
+
+
+def _one_value(eps: np.ndarray):
+    """The one value of an int8 array (an int), None when it is empty, False when it has several."""
+    if not eps.size:
+        return None
+    lo, hi = int(eps.min()), int(eps.max())
+    return lo if lo == hi else False

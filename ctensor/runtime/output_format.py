@@ -94,9 +94,7 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
         if isinstance(lvl, Pattern):
             return Pattern()
         if isinstance(lvl, Element):
-            leaf = Element(lvl.fill, dtype=NP_DTYPE[lvl.kind])
-            leaf.val = adopt_array(cell("val"), npos, NP_DTYPE[lvl.kind])    # of the leaf's dtype already
-            return leaf
+            return lvl.frozen(adopt_array(cell("val"), npos, NP_DTYPE[lvl.kind]))    # of the leaf's dtype
         if isinstance(lvl, Dense):
             n = shape_of(depth)
             return Dense(build(lvl.child, depth + 1, npos * n), n)
@@ -112,8 +110,8 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
         if isinstance(lvl, SparseRunList):
             arrs = {a: adopt_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
                                                                  ("left_eps", np.int8), ("right_eps", np.int8))}
-            out = SparseRunList(build(lvl.child, depth + 1, nnz), ptr, arrs["left"], arrs["right"], None,
-                                arrs["left_eps"], arrs["right_eps"])
+            out = SparseRunList.frozen(build(lvl.child, depth + 1, nnz), ptr, arrs["left"], arrs["right"], None,
+                                       arrs["left_eps"], arrs["right_eps"])
             return store_closed(merge_level(out, plan.op) if merge else out, lvl.closed)
         raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
     return build(fmt, 0, 1)

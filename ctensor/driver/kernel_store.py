@@ -6,8 +6,8 @@ key (with its data facts) or scalar kind, the options, the user measures, the ho
 version, the size-tier thresholds and a fingerprint of ctensor's own source files (so an edited
 compiler never reuses an old entry).  An entry is `k_<key>.spec`: a header (format tag, key, length, sha256) and the pickled
 `KernelSpec`, whose `symbol` names the object code the codegen engine caches beside it
-(`codegen.engine.load_compiled`); `k_<key>.fn` holds the pickled IR function, read only when
-`Kernel.fn` / `Kernel.ir` is asked for.
+(`codegen.engine.load_compiled`); `k_<key>.fn`, sealed alike, holds the pickled IR function,
+checked on load and unpickled only when `Kernel.fn` / `Kernel.ir` is asked for.
 
 A damaged, truncated, swapped or foreign entry is a miss (the kernel is compiled again and the
 entry rewritten), never an error; a cache that cannot be written is only slower.  Location and
@@ -84,33 +84,19 @@ def _open(path: Path, key: str) -> bytes | None:
 
 
 def load(key: str):
-    """The `KernelSpec` stored for `key`, or None."""
-    payload = _open(_directory() / f"k_{key}.spec", key)
-    if payload is None:
+    """(the `KernelSpec` stored for `key`, a function returning its IR function), or None when the
+    entry is absent or either file is damaged.  The IR is checked now and unpickled only when
+    `Kernel.fn` asks for it."""
+    d = _directory()
+    payload = _open(d / f"k_{key}.spec", key)
+    fn_payload = _open(d / f"k_{key}.fn", key) if payload is not None else None
+    if fn_payload is None:
         return None
     try:
-        return pickle.loads(payload)
+        spec = pickle.loads(payload)
     except Exception:          # a sealed but unreadable entry (e.g. from an older ctensor): a miss
         return None
-
-
-def has_fn(key: str) -> bool:
-    """Is the IR function of `key` stored (a spec without it is a miss: `Kernel.fn` needs it)?"""
-    d = _directory()
-    return d is not None and (d / f"k_{key}.fn").is_file()
-
-
-def fn_loader(key: str):
-    """A function returning the IR function stored for `key`; it raises RuntimeError if the entry
-    was removed or damaged since the kernel was loaded."""
-    def read():
-        payload = _open(_directory() / f"k_{key}.fn", key)
-        try:
-            return pickle.loads(payload)
-        except Exception:
-            raise RuntimeError("the IR of this kernel, loaded from the on-disk kernel cache, is gone or damaged "
-                               "there; clear ct.kernel_cache() and compile it again") from None
-    return read
+    return spec, lambda: pickle.loads(fn_payload)
 
 
 def store(key: str, spec, fn) -> None:

@@ -63,15 +63,16 @@ def _option_key(v):
 def _load(key, text, kwargs, options) -> Kernel | None:
     """The kernel stored for `key`, with its object code, or None."""
     t0 = time.perf_counter()
-    spec = kernel_store.load(key)
-    if spec is None or not kernel_store.has_fn(key):
+    entry = kernel_store.load(key)
+    if entry is None:
         return None
+    spec, fn_loader = entry
     from ..codegen import load_compiled
     compiled = load_compiled(spec.symbol)
     if compiled is None:
         return None
     spec.compile_seconds = {"load": time.perf_counter() - t0, "total": time.perf_counter() - t0}
-    return Kernel(spec, compiled, fn_loader=kernel_store.fn_loader(key), source="disk")
+    return Kernel(spec, compiled, fn_loader=fn_loader, source="disk")
 
 
 @deep

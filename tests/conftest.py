@@ -1,11 +1,26 @@
-"""Hypothesis profiles: CI runs a fixed (derandomized) set of examples so a red build is
-reproducible; local runs draw fresh examples each time; 'soak' is for long bug hunts."""
+"""Hypothesis profiles.
+
+* ``ci``: derandomized (examples drawn from a hash of each test, so every run of the suite tests the
+  same examples; derandomize implies no example database) — chosen when the environment variable
+  ``CI`` is set to anything but ``""``, ``0`` or ``false`` (``.ci/run`` sets it).
+* ``dev``: the default elsewhere; fresh examples each run, failures replayed from ``.hypothesis``.
+* ``fuzz`` (alias ``soak``): many more examples for long local bug hunts
+  (``HYPOTHESIS_PROFILE=fuzz python -m pytest tests/test_fuzz_affine.py``).  A failing example it
+  finds becomes an explicit ``@example`` or a regression test, so CI keeps it.
+``HYPOTHESIS_PROFILE`` overrides the choice."""
 import os
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", derandomize=True, max_examples=80, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("soak", max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+_QUIET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", derandomize=True, database=None, max_examples=80, print_blob=True, **_QUIET)
+settings.register_profile("dev", max_examples=60, **_QUIET)
+settings.register_profile("fuzz", max_examples=1500, **_QUIET)
+settings.register_profile("soak", max_examples=1500, **_QUIET)
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if _in_ci() else "dev"))

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import ctensor as ct
@@ -349,8 +349,39 @@ def test_random_programs_rejected_with_a_real_counterexample_or_valid(p):
     assert v.valid
 
 
+ORDER_CASES = [   # (program, tensors, answer): index sums under counting the oracle once got wrong
+    # T1 pins y to 0, then T0[x + 0] is a pinpoint at x = 0 (paper §3.2.1, Fig. 5): 1.  The oracle
+    # said 0 in the order (x, y), skipping x's cell (-inf, inf) as a counting zero before seeing
+    # that T0 is not constant on it (issue 31 (h), found by CI)
+    ("C[y] = T0[x + y] * T1[y] * d(x; counting)", dict(T0=mask([0.0]), T1=mask([0.0])), {0.0: 1.0, 1.0: 0.0}),
+    # pinpoints (2, -2), (4, -2), (-2, 2), (0, 2): sum of x = 4 (the oracle said 0 in the order
+    # (x, y): its bare-index sample on (-inf, inf) was 0, hiding the variation of T1)
+    ("s[] = T0[0.5*y + 1] * T1[y + x + 1] * x * d(x, y; counting, counting)",
+     dict(T0=mask([0.0, 2.0]), T1=mask([1.0, 3.0])), 4.0),
+    # T1 pins y to -10, 4, 6 and the guard keeps x - y = 1 of T0's pinpoints: C[-9, 5, 7] (the
+    # oracle said 0 everywhere in the order (x, y): its samples of x on (-inf, inf) missed the guard)
+    ("C[x] = T0[x + -y + b] * T1[0.5*y] * ((x - y)**2 <= 4) * d(y; counting)",
+     dict(T0=mask([-3.0, 1.0, 9.0], [-0.5, 1.0, -0.5]), T1=mask([-5.0, 2.0, 3.0], [-0.5, 1.0, -0.5]), b=0.0),
+     {-9.0: -0.5, 5.0: 1.0, 7.0: -0.5, -10.0: 0.0, 6.0: 0.0, 0.0: 0.0}),
+]
+
+
+@pytest.mark.parametrize("text, tensors, want", ORDER_CASES)
+def test_oracle_answer_does_not_depend_on_the_evaluation_order(text, tensors, want):
+    """Every evaluation order the oracle accepts gives one answer (it raises OrderDependent
+    otherwise), which is the paper's and ctensor's."""
+    ref = oracle(text, **tensors)
+    out = ct.einsum(text, **tensors)
+    if not ref.indices:
+        assert ref.value == want and out == want
+        return
+    for x, v in want.items():
+        assert ref.at((x, 0)) == v and out[x] == v, x
+
+
 @settings(max_examples=8, deadline=None)
 @given(random_programs())
+@example(p=(ORDER_CASES[0][0], ORDER_CASES[0][1], dict(a=2.0, b=0.0, c=1.0)))
 def test_random_valid_programs_compute_the_oracle_numbers(p):
     text, tensors, scal = p
     try:
@@ -384,8 +415,8 @@ def test_counting_pinned_index_as_a_toeplitz_shift(case):
     if case == "segments":
         # the partitions over A's [0, 1] are segments x - y = p (not pinpoints in x): weight 0;
         # the pinpoint x = 3 meets y = 2.5 and y = 1.5: 5 * (1 + 3)
-        # (the oracle says 28: tests/oracle/evaluate.py::_isolated takes the UNDETERMINED lookup of
-        # M[x - y] on the gap cells beside x = 0 and x = 1 for a change of piece, so counts them)
+        # (the oracle said 28, taking the UNDETERMINED lookup of M[x - y] beside x = 0 and x = 1 for
+        # a change of piece; it now refuses the program: no evaluation order decides those weights)
         text, want = "s[] = A[x] * M[x - y] * d(x, y; counting, counting)", 20.0
         args = dict(A=ct.intervals([0.0, 3.0], [1.0, 3.0], values=[1.0, 5.0], closed="both"), M=M)
     else:

@@ -13,11 +13,7 @@ Rules (raise ValueError otherwise):
   gives its kind); a bare index evaluates to the coordinate of a pinpoint/int cell; on a gap cell
   the cell's contribution must not depend on it (sampled at the cell's ends and middle: a factor
   annihilates it), else the program is invalid there (paper §4.3, validity condition 2);
-* ``counting`` on a real axis weighs a pinpoint cell 1 only if the Fig. 5 partition containing it
-  (the intersection of the pieces holding it, one per access, where a cell in no piece lies in
-  the maximal uncovered interval along that axis — a run-list gap) is itself a pinpoint along the
-  axis (`_isolated`).  Elementary cells split [a, b) into {a} and (a, b), but count([a, b)) is 0.
-  Consequence: pieces that touch (e.g. [0,2) and [2,4)) are counted as given, not as merged.
+* ``counting``: rules C1-C4 of the package docstring; index sums and evaluation orders: its item 6.
 * int reduction over `OTHER` (infinitely many coordinates where all accesses through that index
   read their fill) under ``"+"`` must contribute 0 — the oracle is restricted to such programs.
 """
@@ -35,7 +31,7 @@ from .partition import (UNDETERMINED, access_table, index_kinds, is_simple, part
                         sum_breakpoints, sum_lookup)
 from .pieces import PieceTensor
 from .result import Result
-from .semirings import OTHER, SEMIRINGS, check_semiring, contribution, weight
+from .semirings import OTHER, SEMIRINGS, check_semiring, contribution, is_identity, weight
 
 
 def _index_value(name, kind, cell):
@@ -49,15 +45,26 @@ def _index_value(name, kind, cell):
     return cell[0][0]
 
 
-def _isolated(r, env, cells, pos, users, lookup) -> bool:
+def _isolated(r, env, cells, pos, users, lookup):
     """True iff the pinpoint cell env[r] is its own Fig. 5 partition along axis r: some access
-    using r changes piece (or piece ↔ fill) just left of it, and some just right of it."""
+    using r changes piece (or piece <-> fill) just left of it, and some just right of it; False if
+    on one side none does; None (undecided in this evaluation order) if on a side only an
+    index-sum access that is UNDETERMINED there could: whether it pins r depends on whether its
+    other index can compensate, which this order cannot tell."""
     k = pos[env[r]]
+    here = {acc: lookup(acc, env)[0] for acc in users}
 
-    def changes(j):
-        return any(lookup(acc, {**env, r: cells[j]})[0] != lookup(acc, env)[0] for acc in users)
+    def side(j):
+        there = {acc: lookup(acc, {**env, r: cells[j]})[0] for acc in users}
+        pairs = [(here[a], there[a]) for a in users if here[a] != there[a]]
+        if any(UNDETERMINED not in p for p in pairs):
+            return True
+        return None if pairs else False
 
-    return changes(k - 1) and changes(k + 1)
+    left, right = side(k - 1), side(k + 1)
+    if left is False or right is False:
+        return False
+    return None if left is None or right is None else True
 
 
 def _check_tensors(accesses, tensors):
@@ -77,8 +84,13 @@ class NotConstant(ValueError):
     """The program is not piecewise constant on some cell of the partition (invalid, §4.3)."""
 
 
+class OrderDependent(AssertionError):
+    """Two valid evaluation orders of an index-sum program disagree: a defect of the oracle."""
+
+
 def evaluate(text: str, tensors: dict, scalars: dict | None = None,
-             semiring: str | None = None, measures: dict | None = None) -> Result:
+             semiring: str | None = None, measures: dict | None = None,
+             all_orders: bool = True) -> Result:
     """Evaluate einsum `text` on oracle `PieceTensor`s; see the package docstring.  `measures`:
     user measures by name, Python functions f(lo, hi) -> weight of a cell (ε dropped; an int cell c
     weighs f(c, c)); a measure must be atomless on real axes (f(a, a) = 0), since cells are
@@ -116,14 +128,43 @@ def evaluate(text: str, tensors: dict, scalars: dict | None = None,
         return _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, None)
     # index sums: an evaluation order in which every cell is constant (or annihilated) is a
     # valid refinement of the Fig. 5 partition; an invalid program has none
-    err = None
+    err, first = None, None
     for order in permutations(kinds):
         try:
-            return _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction,
-                             {v: k for k, v in enumerate(order)})
+            res = _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction,
+                            {v: k for k, v in enumerate(order)})
         except NotConstant as e:
             err = e
+            continue
+        if not all_orders:
+            return res
+        if first is None:
+            first = (order, res)
+        elif not _same(first[1], res):
+            raise OrderDependent(f"{prog.text!r}: evaluation orders {first[0]} and {order} give "
+                                 "different answers (an oracle defect)")
+    if first is not None:
+        return first[1]
     raise err
+
+
+def _same(a: Result, b: Result) -> bool:
+    """Two results of one program agree at every breakpoint probe of either (NaN equals NaN)."""
+    def eq(u, v):
+        return u == v or (u != u and v != v) or (isinstance(u, float) and isinstance(v, float)
+                                                  and abs(u - v) <= 1e-9 * max(1.0, abs(u), abs(v)))
+    if not a.indices:
+        return eq(a.value, b.value)
+    axes = []
+    for k, kind in enumerate(a.dims):
+        if kind == "int":
+            used = sorted(set(a.breakpoints(k)) | set(b.breakpoints(k)))
+            axes.append(used + [max(used, default=0) + 1])        # one unused coordinate
+        else:
+            bs = sorted(set(a.breakpoints(k)) | set(b.breakpoints(k))) or [0.0]
+            mids = [(u + v) / 2 for u, v in zip(bs, bs[1:])]
+            axes.append(bs + mids + [bs[0] - 1.0, bs[-1] + 1.0])
+    return all(eq(a.at(*q), b.at(*q)) for q in product(*axes))
 
 
 def _domains(accesses, tensors, kinds):
@@ -205,13 +246,33 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
             return True
         return _isolated(r, env, parts[r], pos[r], users[r], lookup)
 
+    marks = sorted({float(v) for r, cs in parts.items() for c in cs for v in
+                    ([c] if kinds[r] == "int" and c is not OTHER else
+                     [c[0][0], c[1][0]] if kinds[r] == "real" else []) if math.isfinite(v)})
     cells = {}
     for combo in product(*(parts[a] for a in axes)):                               # step 2
         env = dict(zip(axes, combo))
-        ws = [weight(measures[r], kinds[r], env[r], isolated(r, env)) for r in reduction]
+        iso = {r: isolated(r, env) for r in reduction}
+        ws = [weight(measures[r], kinds[r], env[r], iso[r] is not False) for r in reduction]
+        if None in iso.values() and not any(w == 0 for w in ws):
+            # an undecided pinpoint weight (see `_isolated`) must not matter: the cell adds
+            # nothing whether it counts 1 or 0, else another order must decide
+            c = _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, True, lookup, marks)
+            if c is not None and not is_identity(semiring, c):
+                raise NotConstant(f"{prog.text!r}: whether the pinpoint cell {env} is a Fig. 5 "
+                                  "partition is undecided in this evaluation order")
+            continue
         if any(w == 0 for w in ws):
-            continue  # measure-zero cell: contributes nothing in any semiring
-        c = _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, bool(reduction), lookup)
+            # measure-zero cell: contributes nothing in any semiring.  A zero of lebesgue or of
+            # an (atomless) user measure stays zero on every sub-cell, but a counting zero on an
+            # interval does not (a finer partition may hold an isolated pinpoint), so it only
+            # stands if every access is constant there: else this order is no refinement of
+            # the Fig. 5 partition (`NotConstant`) and another order must be tried
+            if rank is not None and not any(w == 0 and measures[r] != "counting"
+                                            for r, w in zip(reduction, ws)):
+                _check_determined(prog, accesses, tensors, kinds, env, lookup, marks)
+            continue
+        c = _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, bool(reduction), lookup, marks)
         if c is None:
             continue
         if semiring == "+" and c != 0 and any(env[r] is OTHER for r in reduction):
@@ -222,14 +283,47 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
     return Result(prog.out, prog.out_indices, kinds, parts, cells, semiring)
 
 
-def _samples(cell) -> list:
-    """Values of a real index on an interval cell that is not a point: its finite ends and middle."""
+def _check_determined(prog, accesses, tensors, kinds, env, lookup, marks):
+    """Raise `NotConstant` unless, for each sample value of the bare real indices on non-pinpoint
+    cells (whose variation does not depend on the evaluation order), the expression's value on
+    the cell `env` is the same for every value each undetermined index-sum access may take."""
+    values = {acc: lookup(acc, env)[1] for acc in accesses}
+    undetermined = [acc for acc, v in values.items() if v is UNDETERMINED]
+    if not undetermined:
+        return
+    choices = []
+    for acc in undetermined:
+        t = tensors[acc.tensor]
+        vs = {v for _, v in t.live_pieces()} | {t.fill}
+        choices.append(sorted(vs, key=repr) + ([MISSING] if any(a.permissive for a in acc.dims) else []))
+    bare = sorted({n.name for n in walk(prog.expr) if isinstance(n, IndexRef)
+                   and kinds[n.name] == "real" and not is_pinpoint(env[n.name])})
+    for at in product(*(_samples(env[name], marks) for name in bare)):
+        at = dict(zip(bare, at))
+        seen = set()
+        for pick in product(*choices):
+            vals = {**values, **dict(zip(undetermined, pick))}
+            value = eval_expr(prog.expr, vals.__getitem__,
+                              lambda name: at[name] if name in at else _index_value(name, kinds[name], env[name]))
+            seen.add("missing" if value is MISSING else "nan" if value != value else value)  # 0.0 == -0.0
+            if len(seen) > 1:
+                raise NotConstant(f"{prog.text!r}: {', '.join(str(a) for a in undetermined)} is not "
+                                  f"constant on the cell {env} (this evaluation order does not "
+                                  "refine the Fig. 5 partition)")
+
+
+def _samples(cell, marks=()) -> list:
+    """Values of a real index on an interval cell that is not a point: its finite ends and middle,
+    and every mark (a finite coordinate of any index's partition) inside it with the midpoints
+    between them.  A heuristic: a guard on bare indices (``(x - y)**2 <= 4``) that is true only
+    near another index's breakpoint is then seen on a huge cell."""
     (lo, _), (hi, _) = cell
     lo, hi = max(lo, min(hi, 0.0) - 1e3), min(hi, max(lo, 0.0) + 1e3)
-    return [lo, (lo + hi) / 2, hi]
+    inner = sorted({m for m in marks if lo < m < hi} | {lo, (lo + hi) / 2, hi})
+    return inner + [(u + v) / 2 for u, v in zip(inner, inner[1:])]
 
 
-def _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, reduces, lookup):
+def _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, reduces, lookup, marks):
     """The contribution of one cell.  Where an index sum is not constant on it (UNDETERMINED), the
     contribution for every value its tensor holds (and missing, if read permissively) must agree;
     so must it for sample values of a bare real index on a cell that is not a pinpoint (both hold
@@ -243,7 +337,7 @@ def _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, reduce
         choices.append(sorted(vs, key=repr) + ([MISSING] if any(a.permissive for a in acc.dims) else []))
     bare = sorted({n.name for n in walk(prog.expr) if isinstance(n, IndexRef)
                    and kinds[n.name] == "real" and not is_pinpoint(env[n.name])})
-    choices += [_samples(env[name]) for name in bare]
+    choices += [_samples(env[name], marks) for name in bare]
     seen = []
     for pick in product(*choices):
         vals = {**values, **dict(zip(undetermined, pick))}

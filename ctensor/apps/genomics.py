@@ -30,8 +30,9 @@ Threads.  Every operation that takes queries (all but `merge` and `depth`) accep
 (default 1; -1 for every core): the query rows are split into that many contiguous chunks (of at
 least `workers.MIN_CHUNK` rows each), each chunk runs the compiled kernels on a thread of a
 `concurrent.futures.ThreadPoolExecutor` (the native code runs without the GIL), and the chunks'
-answers are concatenated in query order.  The result is identical to `workers=1`: the same rows,
-order, values, dtypes and columns.  A bad `workers` raises TypeError (not an int) or ValueError
+answers are concatenated in query order (reading the query and building the output DataFrame
+stay on the calling thread).  The result is identical to `workers=1`: the same rows, order,
+values, dtypes and columns.  A bad `workers` raises TypeError (not an int) or ValueError
 (0 or below -1).  The functions, and one `GenomeIndex`, may also be called from many threads at once.
 """
 from __future__ import annotations

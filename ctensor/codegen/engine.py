@@ -20,8 +20,11 @@ the code generator are both skipped; `load_compiled(symbol)` loads an entry by i
 without the IR function (the runtime's warm cache keys kernels by program text and formats and
 keeps the symbol).  A damaged entry is a miss.
 
-Lazy start.  `import ctensor` does not import llvmlite (~20 ms): the engine, and llvmlite with it,
-is created by the first compile or load (`get_engine`).
+Lazy start.  `import ctensor` does not import llvmlite (~17-20 ms, most of it loading
+libllvmlite): the engine, and llvmlite with it, is created by the first compile or load
+(`get_engine`).  So the first kernel of a process pays that import, a warm `load_compiled`
+included: ~1.5 ms for the load itself (engine creation, header and sha256 check, MCJIT's
+relocation of the object), ~20 ms with the import.
 
 Size tiers.  O3's loop passes (LoopVectorize, LoopRotate, LICM...) each revisit the function once
 per loop, so its time grows like lines × loops: a kernel of 10k lines and 200 loops (2e6, the

@@ -6,8 +6,9 @@ the native code runs without the GIL: `ctensor.codegen.engine.PACKED_CFUNC` is a
 and the chunks' results are concatenated in row order.  Each query's answer depends on that query
 and the index only, so the result equals the one-thread result exactly (values, order, dtypes).
 
-Kernels are compiled before the threads start or under `COMPILE_LOCK` (`compiled`): compiling is
-slow, done once per format, and the compiler's z3 prover is not safe to enter from two threads.
+Kernels are compiled under `COMPILE_LOCK` (`compiled`): compiling is slow and done once per
+format, so the chunks of a batch (and concurrent queries on one index) wait for one compile
+instead of each running its own.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ __all__ = ["COMPILE_LOCK", "MIN_CHUNK", "check_workers", "chunks", "compiled", "
 # construction, argument packing, output rebuild: ~50-100 µs) would outweigh the native work
 MIN_CHUNK = 4096
 
-# one lock for every app's compiles (the compiler's z3 prover is process-global)
+# one lock for every app's compiles: a kernel that several threads need first is compiled once
 COMPILE_LOCK = threading.RLock()
 
 

@@ -260,8 +260,10 @@ def query_axis(chroms, chrom, start, end):
             raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
         return s.astype(np.float64), e.astype(np.float64), zero
     # absent from the data: an empty region after the last chromosome
-    names = np.full(start.shape, chrom, dtype=object) if isinstance(chrom, str) else chrom
-    codes = pd.Index(chroms).get_indexer(names).astype(np.int64)
-    codes[codes < 0] = len(chroms)
+    if isinstance(chrom, str):          # one name for every query: one lookup, not one per query
+        codes = np.full(start.shape, chroms.index(chrom) if chrom in chroms else len(chroms), np.int64)
+    else:
+        codes = pd.Index(chroms).get_indexer(chrom).astype(np.int64)
+        codes[codes < 0] = len(chroms)
     base = codes * SPAN
     return base + s, base + e, zero

@@ -306,3 +306,19 @@ def test_workers_are_checked(bad, err):
         genomics.count_overlaps(query, data, workers=bad)
     with pytest.raises(err, match="workers: expected a positive int or -1"):
         spatial.box_query(np.zeros((3, 2)), np.zeros((2, 2)), np.ones((2, 2)), workers=bad)
+
+
+def test_indexes_pickle_without_their_locks_and_blocks(cloud, tracks):
+    """Locks, per-thread blocks and native entries are per process: a pickled index is rebuilt
+    without them and answers as the original, also split over workers."""
+    import pickle
+    xy, lo, hi, _ = cloud
+    idx = spatial.index(xy)
+    idx.box(lo[0], hi[0])
+    again = pickle.loads(pickle.dumps(idx))
+    assert np.array_equal(again.box(lo[0], hi[0]), idx.box(lo[0], hi[0]))
+    assert np.array_equal(spatial.box_query(again, lo, hi, workers=2), spatial.box_query(idx, lo, hi))
+    exons, gerp = tracks
+    g = genomics.index(gerp)
+    want = genomics.count_overlaps(exons, g)
+    pd.testing.assert_frame_equal(genomics.count_overlaps(exons, pickle.loads(pickle.dumps(g)), workers=2), want)

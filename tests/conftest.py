@@ -12,11 +12,14 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-_QUIET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# every profile derives from hypothesis' own "default" one: hypothesis loads its built-in "ci"
+# profile (derandomized) whenever the variable CI exists, even CI=false, and a profile registered
+# without a parent would inherit that
+_QUIET = dict(parent=settings.get_profile("default"), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", derandomize=True, database=None, max_examples=80, print_blob=True, **_QUIET)
-settings.register_profile("dev", max_examples=60, **_QUIET)
-settings.register_profile("fuzz", max_examples=1500, **_QUIET)
-settings.register_profile("soak", max_examples=1500, **_QUIET)
+settings.register_profile("dev", derandomize=False, max_examples=60, **_QUIET)
+settings.register_profile("fuzz", derandomize=False, max_examples=1500, **_QUIET)
+settings.register_profile("soak", derandomize=False, max_examples=1500, **_QUIET)
 
 
 def _in_ci() -> bool:

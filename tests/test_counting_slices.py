@@ -89,15 +89,61 @@ def test_points_in_two_dims(rows, seed, kb):
         _check(text, sr, P=P, B=B)
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed: a point of an outer run-list level (a fill point between "
-                   "two open runs, or a closed [c, c] run) counts for every inner coordinate; the oracle counts "
-                   "it only where the neighbouring runs store that coordinate")
+RUN_LEVELS = ["SRL", "SRLh", "SI"]        # outer run-list levels: SparseRunList (homogeneous too), SparseInterval
+REFUSED = "outer SparseRunList / SparseInterval level"
+
+
+@pytest.mark.xfail(strict=True, reason="not lowered: whether a point of an outer run-list level (a fill point "
+                   "between two open runs, or a closed [c, c] run) counts for an inner coordinate depends on the "
+                   "runs beside it storing that coordinate, which the kernel does not read: refused at run time "
+                   "(test_outer_run_list_point_gap_is_refused)")
 def test_outer_run_list_point_gap():
     # runs (-3, -2) for i = 0, (-2, -1) for i = 2, 3, (-1, 4) for i = 0: x = -2 and -1 are fill
     # points of the x level, isolated in no slice
     A = nest(605291690, ["SRL", "SIi", "P"])
     text = "O[i] = (1 - A[x, i]) * d(x; counting)"
     assert ct.einsum(text, A=A).to_numpy().tolist() == [oracle(text, A=A).at(i) for i in range(4)]
+
+
+def test_outer_run_list_point_gap_is_refused():
+    """The kernel counted x = -2 and -1 for every i ([2, 2, 2, 2], oracle [0, 0, 0, 0]); it now
+    stops with STATUS_COUNT_AT_RUN_BOUND instead of answering wrong (issue 31)."""
+    A = nest(605291690, ["SRL", "SIi", "P"])
+    text = "O[i] = (1 - A[x, i]) * d(x; counting)"
+    assert [oracle(text, A=A).at(i) for i in range(4)] == [0.0] * 4
+    with pytest.raises(ct.KernelError, match=REFUSED):
+        ct.einsum(text, A=A)
+
+
+def test_a_closed_point_run_of_an_outer_run_list_is_refused():
+    """A closed [c, c] run storing i = 0 only: c is a pinpoint of slice 0 but not of slice 1."""
+    A = ct.Tensor(ct.SparseRunList(ct.SparseList(ct.Element(0.0, val=np.array([1.0])), np.array([0, 1]),
+                                                 np.array([0]), shape=2),
+                                   np.array([0, 1]), np.array([2.0]), np.array([2.0]), closed="both"))
+    text = "O[i] = (1 - A[x, i]) * d(x; counting)"
+    assert [oracle(text, A=A).at(i) for i in range(2)] == [0.0, 0.0]
+    with pytest.raises(ct.KernelError, match=REFUSED):
+        ct.einsum(text, A=A)
+    # where A's fill annihilates the term, the stored point counts and nothing else matters
+    assert ct.einsum("O[i] = A[x, i] * d(x; counting)", A=A).to_numpy().tolist() == [1.0, 0.0]
+
+
+@examples(8)
+@given(seeds, st.sampled_from(RUN_LEVELS), st.sampled_from(INT_LEVELS), st.sampled_from(["E", "P"]),
+       st.sampled_from(REAL_LEVELS))
+def test_outer_run_list_levels_against_the_oracle(seed, kr, ki, leaf, kb):
+    """Random A[x, i] with an outer run-list level, and a 1-D B[x]: every program of FILL_LIVE equals
+    the oracle or is refused with STATUS_COUNT_AT_RUN_BOUND (never a wrong number)."""
+    A = nest(seed, [kr, ki, leaf])
+    B = nest(seed + 3, [kb, "E"])
+    for text, sr in FILL_LIVE + [("O[i] = A[x, i] * B[x] * d(x; counting)", None),
+                                 ("O[i] = A[x, i] * d(x; counting)", "max")]:
+        try:
+            compare(text, semiring=sr, A=A, B=B)
+        except ct.KernelError as e:
+            assert REFUSED in str(e), e
+        except ct.InvalidProgramError as e:
+            assert tolerated(e), e
 
 
 def test_a_point_run_of_another_tensor_counts_for_every_id():

@@ -187,7 +187,7 @@ class VElement:
         from ..lower.ops import combine
         storage = DTYPES[self.kind][1]
         old = to_ir_value(b.load(self.buf.data, pos), self.kind)
-        new = combine(op, old, rhs)
+        new = combine(op, old, rhs, ctx)       # ctx: an int64 sum that overflows fails the kernel
         if self.kind == "bool":
             new = b.cast(I8, new)
         ctx.emit(ir.Store(self.buf.data, pos, b.cast(storage, new)))

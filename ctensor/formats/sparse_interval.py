@@ -229,7 +229,7 @@ class VSparseInterval:
         fill = lambda ctx, e: Run(FillLeaf(self.fill))
         return Sequence([PhaseSpec(fill, stop=lambda ctx, e: Extent.real().minus_unit(lo)),
                          PhaseSpec(lambda ctx, e: Run(Fiber(self.child, pos)), stop=lambda ctx, e: hi),
-                         PhaseSpec(fill)])
+                         PhaseSpec(fill)], runs=True)
 
     def _unfurl_int(self, ctx, pos, le, re):
         lo, hi = self._ends(SymLimit(b.add(b.load(self.left, pos), b.i64(le)), b.i8(0), True),

@@ -213,7 +213,17 @@ STATUS_INDEX_ON_INTERVAL = 3    # an index value was needed on an interval of po
 STATUS_OUTPUT_ORDER = 4         # a sparse output fiber received a coordinate not after its last one
 STATUS_BAD_AFFINE = 5           # an affine index had a zero coefficient or a non-finite scalar
 STATUS_FIBER_ORDER = 6          # a sparse output level's fibers were appended out of position order
+STATUS_INT_OVERFLOW = 7         # an int64 sum (or count x value) of a reduction left the int64 range
+STATUS_COUNT_AT_RUN_BOUND = 8   # counting at a point where an outer run-list level's runs meet (not lowered)
 STATUS_NAMES = {
+    STATUS_COUNT_AT_RUN_BOUND: "the counting measure met a point where runs of an outer SparseRunList / "
+                               "SparseInterval level (with inner levels) meet or a closed [c, c] run; whether "
+                               "it counts differs between inner coordinates, which this kernel does not decide "
+                               "(not supported yet): store that tensor with the real index innermost, or as "
+                               "pinpoints (ct.points / a SparseList level) if its runs are points",
+    STATUS_INT_OVERFLOW: "an integer reduction overflowed int64 (the sum, or a count of integer coordinates times "
+                         "a value, left [-2**63, 2**63 - 1]); it was stopped rather than wrapped: give the inputs "
+                         "float values (e.g. values=np.asarray(v, float)) to sum in float64",
     STATUS_OUTPUT_ORDER: "a sparse output fiber was written out of coordinate order (the loop order "
                          "revisits the output fiber with coordinates that are not increasing); use a "
                          "Dense output level or change the loop order",

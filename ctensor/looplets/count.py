@@ -16,9 +16,9 @@ from ..lower.notation import (
     Access,
     Assign,
     Call,
+    Count,
     Loop,
     Sieve,
-    Val,
     uses_index,
     walk_accesses,
 )
@@ -78,7 +78,7 @@ def try_count_collapse(ctx, loop: Loop, acc: Access) -> bool:
     if sum(f is acc for f in factors) != 1 or any(f is not acc and not free_of(f, idxs) for f in factors):
         return False
     n = count(ctx, loop.ext)
-    rhs = Val(n, "int")
+    rhs = Count(n, "int")      # the count times the first factor is checked for int64 overflow
     for f in factors:
         if f is not acc:
             rhs = Call("*", (rhs, f))

@@ -108,6 +108,9 @@ class Phase(Looplet):
 @dataclass(eq=False)
 class Sequence(Looplet):
     phases: list = field(default_factory=list)   # list[PhaseSpec]
+    # the phases are pieces of a run-list-like level (SparseInterval): under counting, a point at
+    # their bounds may count for some inner coordinates only (`lower.lowerer._refuse_slice_dependent`)
+    runs: bool = False
     kind = "sequence"
 
 

@@ -130,6 +130,8 @@ def phase_pass(ctx, loop):
 def sequence_pass(ctx, loop):
     acc = _accesses(loop, Sequence)[0]
     ext = loop.ext
+    if acc.tns.runs and ext.continuous and len(acc.idxs) > 1:
+        ctx.run_levels.setdefault(loop.idx, set()).add(acc.name)
     phases, prev = [], None
     specs = acc.tns.phases
     for k, spec in enumerate(specs):
@@ -193,6 +195,11 @@ def stepper_pass(ctx, loop):
     cur = lambda: SymLimit(ir.Read(iv), ir.Read(ie) if ie is not None else const_e)
     for acc in steppers:
         acc.tns.seek(ctx, ext)
+    # run steppers (not spikes) of outer levels: their own bounds at a point, also the start of a
+    # step just after their chunk ended, make its count depend on the inner coordinate
+    # (`lower.lowerer._refuse_slice_dependent`)
+    runs = [a for a in steppers if not a.tns.spikes and len(a.idxs) > 1] if ext.continuous else []
+    ended = {acc: ctx.mut(ir.I1, b.FALSE, acc.name + "_ended") for acc in runs}
     exact_start = ie is not None or _e_ge(const_e, ext.start.e)
     with ctx.block() as body:
         i0 = _bind(ctx, cur(), loop.idx + "_i")
@@ -217,10 +224,16 @@ def stepper_pass(ctx, loop):
                   for acc in steppers}
         new = _rewrite(ctx, loop, lambda a: a in chunks, lambda a: chunks[a], step)
         cuts = [(acc.name, "stop", stops[acc]) for acc in steppers] if ext.continuous else []
-        with ctx.cutting(loop.idx, cuts):
+        # a start at i0 only where the run's chunk ended just before it (NaN never equals a point)
+        cuts += [(acc.name, "start", SymLimit(b.select(ir.Read(ended[acc]), i0.v, b.f64(float("nan"))), i0.e))
+                 for acc in runs]
+        with ctx.cutting(loop.idx, cuts, runs):
             lower(ctx, Loop(loop.idx, step, new))
         for acc in steppers:
-            acc.tns.next(ctx, ctx.let(lim_eq(stops[acc], step_stop), acc.name + "_full"))
+            full = ctx.let(lim_eq(stops[acc], step_stop), acc.name + "_full")
+            acc.tns.next(ctx, full)
+            if acc in ended:
+                ctx.assign(ended[acc], full)
         nxt = ext.plus_unit(step_stop)
         ctx.assign(iv, nxt.v)
         if ie is not None:

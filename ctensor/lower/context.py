@@ -31,6 +31,7 @@ class Context:
         self._names: dict[str, int] = {}
         self.epilogue: list = []                # statements run after the main loop nest
         self.writebacks: list = []              # stores of grown buffers' cells, also run on failure
+        self._overflow = None                   # i64 flag of checked int sums (`overflow_flag`)
         # sparse outputs take appends in any coordinate order (a revisited output, merged after the
         # call by `runtime.merge_output`) instead of failing with STATUS_OUTPUT_ORDER
         self.unordered_output = False
@@ -42,6 +43,7 @@ class Context:
         # real index -> [(access name, 'start' | 'stop', SymLimit)]: the own bounds of the phases,
         # chunks and pinpoints around the extent being lowered, for `PinTail`
         self.pin_cuts: dict = {}
+        self.run_levels: dict = {}      # real index -> names of accesses of outer run-list levels
 
     @contextmanager
     def pinning(self, idx: str, sure):
@@ -60,11 +62,13 @@ class Context:
                 self.pin_sure[idx] = old
 
     @contextmanager
-    def cutting(self, idx: str, cuts):
-        """Scope in which `pin_cuts[idx]` also holds `cuts`."""
+    def cutting(self, idx: str, cuts, runs=()):
+        """Scope in which `pin_cuts[idx]` also holds `cuts`; the names of `runs` (steppers of outer
+        run-list levels at `idx`) join `run_levels[idx]` for good: their phases' bounds count too."""
         stack = self.pin_cuts.setdefault(idx, [])
         n = len(stack)
         stack.extend(cuts)
+        self.run_levels.setdefault(idx, set()).update(a.name for a in runs)
         try:
             yield
         finally:
@@ -326,8 +330,19 @@ class Context:
         return ir.Read(high)
 
     # ---------------------------------------------------------------- results
+    def overflow_flag(self) -> ir.Var:
+        """An i64 whose sign bit records that some checked int64 sum wrapped (`ops.checked_add`
+        ORs the overflow sign into it; no branch in the loop, so it still vectorizes).  It is
+        tested once, after the loop nest (`statements`): STATUS_INT_OVERFLOW."""
+        if self._overflow is None:
+            self._overflow = self.top_mut(I64, b.i64(0), "ovf")
+        return self._overflow
+
     def statements(self) -> list:
         assert len(self._stack) == 1
+        if self._overflow is not None:
+            flag, self._overflow = self._overflow, None
+            self.fail_if(b.lt(ir.Read(flag), b.i64(0)), ir.STATUS_INT_OVERFLOW)
         return self._stack[0]
 
 

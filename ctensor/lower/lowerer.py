@@ -10,13 +10,14 @@ idempotent reductions (or/min/max, the Boolean measure) apply once to a non-empt
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import reduce
 
 from ..errors import InvalidProgramError
-from ..extents import Extent, SymLimit
+from ..extents import Extent, SymLimit, lim_eq
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Looplet, Run, Value)
-from .notation import (Access, Assign, Block, Call, Lit, Loop, ScalarOut, Sieve, Val, map_accesses,
+from .notation import (Access, Assign, Block, Call, Count, Lit, Loop, ScalarOut, Sieve, Val, map_accesses,
                        map_assigns, subst_index, uses_index, walk_accesses, walk_assigns)
 from .ops import REDUCTIONS, combine, convert, kind, to_ir
 from .program_notation import notation
@@ -175,13 +176,15 @@ def collapse(ctx, loop: Loop):
                 return a2.with_(rhs=Call("wmul", (Val(w, "float"), a.rhs)))
             if m == "counting":
                 if ext.continuous:
+                    _refuse_slice_dependent(ctx, idx, ext, a2)
                     return Sieve(ext.finite_pinpoint(), _pinned(ctx, idx, a2))
                 n = weight("count", ext.length)
-                return a2.with_(rhs=Call("*", (Val(n, "int"), a.rhs)))
+                return a2.with_(rhs=Call("*", (Count(n, "int"), a.rhs)))
             raise InvalidProgramError("the boolean measure needs an idempotent reduction (or, min, max)")
         if m == "lebesgue":
             return Sieve(ext.positive_length(), a2)
         if m == "counting" and ext.continuous:
+            _refuse_slice_dependent(ctx, idx, ext, a2)
             return Sieve(ext.finite_pinpoint(), _pinned(ctx, idx, a2))
         return a2                          # boolean measure: the extent is non-empty here
 
@@ -223,6 +226,36 @@ def _pinned(ctx, idx, a: Assign):
     probes = [Call(PRESENT, (t,)) for t in marked.values()]
     present = probes if b.is_const(sure, False) else [Val(sure, "bool"), *probes]
     return a.with_(rhs=Call(MAYBE, (present[0] if len(present) == 1 else Call("or", tuple(present)), rhs)))
+
+
+def _refuse_slice_dependent(ctx, idx, ext, a: Assign):
+    """Fail with STATUS_COUNT_AT_RUN_BOUND where the counting weight of the point c = ext could
+    differ between inner coordinates and no lowering decides it per coordinate: an access of an
+    outer level with inner levels (SparseRunList / SparseInterval: a fill point where two open runs
+    touch, a closed [c, c] run) has a bound of its own at c outside a spike's tail (those are
+    decided per coordinate, `looplets.pins`), the other accesses do not cut both sides of c (else
+    c is a pinpoint of every slice), and the body is not a no-op on that access's fill.  Whether c counts for inner coordinate i then depends on
+    whether the runs beside c store i (the oracle's `_isolated`), which is not read here: the
+    wrong count of issue 31 becomes this error."""
+    if ctx.pin_sure.get(idx) is not None:
+        return          # a spike's tail: `looplets.pins` decided (stored pinpoints of outer levels)
+    names = ctx.run_levels.get(idx, set())
+    if not names:
+        return
+    present = [t for t in walk_accesses(a.rhs) if t.name in names and isinstance(t.tns, (FillLeaf, Fiber))]
+    fills = {id(t): t.tns.value if isinstance(t.tns, FillLeaf) else getattr(t.tns.level, "fill", None)
+             for t in present}
+    if present and None not in fills.values() and \
+            simplify(a.with_(rhs=map_accesses(a.rhs, lambda t: Lit(fills[id(t)]) if id(t) in fills else t))) is None:
+        return
+    cuts = ctx.pin_cuts.get(idx, [])
+    at_c = lambda side, own: reduce(b.lor, [lim_eq(lim, ext.start) for name, s, lim in cuts
+                                            if s == side and (name in names) == own], b.FALSE)
+    own = b.lor(at_c("start", True), at_c("stop", True))
+    if b.is_const(own, False):
+        return
+    others = b.land(at_c("start", False), at_c("stop", False))
+    ctx.fail_if(b.land(ext.finite_pinpoint(), b.land(own, b.lnot(others))), ir.STATUS_COUNT_AT_RUN_BOUND)
 
 
 def _collapse_index_value(ctx, loop: Loop):
@@ -271,7 +304,7 @@ def emit_assign(ctx, a: Assign):
     if isinstance(lhs, Access) and isinstance(lhs.tns, ScalarOut):
         var = lhs.tns.var
         rhs = to_ir(ctx, a.rhs, lhs.tns.kind)
-        ctx.assign(var, combine(a.op, ir.Read(var), rhs))
+        ctx.assign(var, combine(a.op, ir.Read(var), rhs, ctx))
         return
     if isinstance(lhs, Access) and isinstance(lhs.tns, Hollow) and not lhs.idxs:
         h = lhs.tns

@@ -37,6 +37,12 @@ class Val:
     dtype: str             # 'bool' | 'int' | 'float'
 
 
+@dataclass(frozen=True, eq=False)
+class Count(Val):
+    """The number of int coordinates of a run (a counting weight): its product with an int value
+    is checked for int64 overflow (`ops.checked_mul`); otherwise a `Val`."""
+
+
 @dataclass(frozen=True)
 class Idx:
     """The value of a loop index inside an expression (valid only on pinpoints, paper §4.3)."""

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 
 from ..errors import InvalidProgramError
+from ..ir import nodes as ir
 from ..ir import build as b
 from ..ir.types import F64, I1, I64
-from .notation import Call, Idx, Lit, Val
+from .notation import Call, Count, Idx, Lit, Val
 
 RANK = {"bool": 0, "int": 1, "float": 2}
 ARITH = {"+", "-", "*", "/", "**", "min", "max"}
@@ -153,6 +154,9 @@ def _call(ctx, node, k):
         for _ in range(exp.value):
             out = b.mul(out, x)
         return out
+    if op == "*" and k == "int" and len(args) == 2 and isinstance(args[0], Count):
+        # count of int coordinates × value: an int64 product that overflows fails the kernel
+        return checked_mul(ctx, to_ir(ctx, args[0], "int"), to_ir(ctx, args[1], "int"))
     if op == "*" and k == "bool":
         return b.land(to_ir(ctx, args[0], "bool"), to_ir(ctx, args[1], "bool"))
     name = {"+": "add", "-": "sub", "*": "mul", "/": "div", "min": "min", "max": "max"}[op]
@@ -170,14 +174,43 @@ def _call(ctx, node, k):
     return out
 
 
-def combine(op: str, old, new):
-    """old ⊕ new for a reduction operator (both IR values of the same type)."""
+def combine(op: str, old, new, ctx=None):
+    """old ⊕ new for a reduction operator (both IR values of the same type).  With `ctx`, an int64
+    `+` that overflows makes the kernel return STATUS_INT_OVERFLOW (a wrapped sum is a wrong
+    answer); without it (a merge of values already checked) it wraps."""
     if op == "=":
         return new
     if op == "+":
+        if ctx is not None and old.type == I64:
+            return checked_add(ctx, old, new)
         return b.add(old, new)
     if op in ("min", "max"):
         return b.minmax_values(op, old, new)
     if op in ("or", "and"):
         return b.binop(op, old, new)
     raise InvalidProgramError(f"unknown reduction operator {op!r}")
+
+
+def checked_add(ctx, x, y):
+    """int64 x + y whose overflow fails the kernel with STATUS_INT_OVERFLOW after the loop nest:
+    the wrapped sum r has the sign of neither operand exactly when ((x ^ r) & (y ^ r)) < 0
+    (Hacker's Delight §2-13); that sign is ORed into `Context.overflow_flag`."""
+    x, y = ctx.let(x, "acc"), ctx.let(y, "term")
+    r = ctx.let(b.add(x, y), "sum")
+    flag = ctx.overflow_flag()
+    ctx.assign(flag, b.binop("or", ir.Read(flag), b.binop("and", b.binop("xor", x, r), b.binop("xor", y, r))))
+    return r
+
+
+def checked_mul(ctx, n, y):
+    """int64 n * y for a count n >= 0 of int coordinates (the counting weight of a run), failing
+    with STATUS_INT_OVERFLOW when the product leaves int64: y > INT64_MAX / n or y < INT64_MIN / n
+    (signed division truncates toward zero, which makes both tests exact)."""
+    if b.is_const(n, 1):
+        return y
+    n, y = ctx.let(n, "count"), ctx.let(y, "term")
+    big = b.lt(b.i64(0), n)
+    d = ctx.let(b.select(big, n, b.i64(1)), "den")
+    out = b.lor(b.lt(b.div(b.i64(2 ** 63 - 1), d), y), b.lt(y, b.div(b.i64(-2 ** 63), d)))
+    ctx.fail_if(b.land(big, out), ir.STATUS_INT_OVERFLOW)
+    return b.mul(n, y)

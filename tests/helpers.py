@@ -29,12 +29,13 @@ def to_pieces(t: ct.Tensor) -> PieceTensor:
     return PieceTensor(dims, pieces, t.fill, shape)
 
 
-def oracle(text, semiring=None, measures=None, **args):
+def oracle(text, semiring=None, measures=None, all_orders=None, **args):
     """The reference interpreter on ct tensors; `measures`: user measures by name, as Python
-    functions f(lo, hi) (an implementation independent of the compiled ct.Measure)."""
+    functions f(lo, hi) (an implementation independent of the compiled ct.Measure); `all_orders`:
+    see `tests.oracle.evaluate`."""
     tensors = {k: to_pieces(v) for k, v in args.items() if isinstance(v, ct.Tensor)}
     scalars = {k: v for k, v in args.items() if not isinstance(v, (ct.Tensor, ct.Measure))}
-    return evaluate(text, tensors, scalars or None, semiring, measures)
+    return evaluate(text, tensors, scalars or None, semiring, measures, all_orders=all_orders)
 
 
 def close(a, b, tol=1e-9):

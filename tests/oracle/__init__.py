@@ -43,8 +43,10 @@ convention 0 instead of ∞ on intervals):
    weight is a counting zero (C4) — and where rule C3 would depend on an UNDETERMINED neighbour,
    the cell must add nothing either way.  Otherwise the order raises `NotConstant` and the next
    is tried; a program no order accepts is refused (invalid, paper §4.3, or beyond the oracle).
-   The answer does not depend on the order: with ``all_orders=True`` (the default) every accepted
-   order is evaluated and a disagreement raises `OrderDependent` (an oracle defect).
+   The answer does not depend on the order: with ``all_orders=True`` every accepted order is
+   evaluated and a disagreement raises `OrderDependent` (an oracle defect); the default is the
+   first accepted order, or every one when CTENSOR_ORACLE_ALL_ORDERS=1 (long fuzz runs: it costs
+   about 10x on programs of three or four indices).
    Bare real indices on a non-point cell are sampled (ends, middle, every partition coordinate
    inside the cell), a heuristic: a guard like ``(x - y)**2 <= 4`` is seen where it is true.
 

@@ -13,9 +13,9 @@ releases it around the call).
 
 The result cell of a 0-d output and the [address, capacity] cells of grown output buffers sit
 after the argument slots in the same block.  Anything unusual — a tensor of other facts (a sibling
-kernel), a missing or mistyped argument, a numpy scalar of another kind, a non-zero status — returns
-`SLOW` (a non-zero status: `Failed`), and `Kernel.__call__` takes the checked path, which raises the right error or runs the
-right sibling.
+kernel), a missing or mistyped argument, a numpy scalar of another kind — returns `SLOW`, a
+non-zero status `Failed`, and `Kernel.__call__` takes the checked path, which raises the right
+error or runs the right sibling.
 """
 from __future__ import annotations
 
@@ -42,6 +42,8 @@ class Failed:
 
     def __init__(self, status):
         self.status = status
+
+
 _D = struct.Struct("<d")
 _Q = struct.Struct("<q")
 _INT64 = range(-2 ** 63, 2 ** 63)

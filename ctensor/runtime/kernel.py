@@ -122,7 +122,8 @@ class Kernel:
 
     def __reduce__(self):
         raise TypeError("a Kernel is machine code in this process's JIT engine and cannot be pickled; "
-                        "pickle its tensors and call ct.compile again (its LLVM object is cached on disk)")
+                        "pickle its tensors and call ct.compile again (the on-disk kernel cache makes that a "
+                        "load in milliseconds, not a compile)")
 
     def accepts(self, tensors) -> bool:
         """Were these tensors' formats and data facts the ones compiled for (so a call runs this

@@ -240,6 +240,9 @@ def unique_bytes(tensors) -> int:
     return total
 
 
+SMALL_BATCH = 256       # queries whose chromosome names are looked up in a dict, not by pandas
+
+
 def query_axis(chroms, chrom, start, end):
     """Query intervals on the genome axis of an index of chromosomes `chroms` (names, index order):
     (widened start, widened end, zero mask), as `GenomeIndex.genome` documents."""
@@ -262,6 +265,9 @@ def query_axis(chroms, chrom, start, end):
     # absent from the data: an empty region after the last chromosome
     if isinstance(chrom, str):          # one name for every query: one lookup, not one per query
         codes = np.full(start.shape, chroms.index(chrom) if chrom in chroms else len(chroms), np.int64)
+    elif chrom.size <= SMALL_BATCH:     # a dict beats building two pandas indexes (~100 µs)
+        code = {name: k for k, name in enumerate(chroms)}
+        codes = np.fromiter((code.get(c, len(chroms)) for c in chrom), np.int64, chrom.size)
     else:
         codes = pd.Index(chroms).get_indexer(chrom).astype(np.int64)
         codes[codes < 0] = len(chroms)

@@ -49,6 +49,8 @@ def chunks(n: int, workers: int, min_chunk: int | None = None) -> list[tuple[int
     `min_chunk` rows (default `MIN_CHUNK`) unless there is only one; sizes differ by at most 1."""
     min_chunk = MIN_CHUNK if min_chunk is None else min_chunk
     k = max(1, min(workers, n // max(min_chunk, 1)))
+    if k == 1:
+        return [(0, n)]
     edges = np.linspace(0, n, k + 1).round().astype(np.int64)
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 

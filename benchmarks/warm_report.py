@@ -9,7 +9,8 @@ minimum over the processes): `kernels` the time spent in `ctensor.driver.compile
 kernel the operation's first call compiles or loads, siblings included), `engine` creating the
 JIT engine (importing llvmlite: once per process, paid by its first kernel), `first call` the
 operation's first call and `run` a later one (`first call - run` is what a warm start costs the
-user beyond the query), `import` of ctensor.
+user beyond the query), `import` of ctensor.  Children run with bytecode caches
+(`compile_report._env`: this machine sets PYTHONDONTWRITEBYTECODE).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import textwrap
 
-from compile_report import OPS, ROOT
+from compile_report import OPS, ROOT, _env
 
 CHILD = textwrap.dedent("""
     import json, sys, time
@@ -64,7 +65,7 @@ CHILD = textwrap.dedent("""
 
 
 def child(code, cache):
-    env = dict(os.environ, CTENSOR_CACHE_DIR=cache)
+    env = _env(CTENSOR_CACHE_DIR=cache)        # with bytecode caches, as an installed package
     o = subprocess.run([sys.executable, "-c", CHILD, code], env=env, capture_output=True, text=True,
                        cwd=ROOT, timeout=600)
     if o.returncode:

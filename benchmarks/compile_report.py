@@ -50,6 +50,16 @@ OPS = {
     "overlap_grid": "ix = genomics.index(DATA, layout='grid'); op = lambda: ix.overlap(QS, QE, chrom='chr1')",
 }
 
+# the inputs of `OPS`, defined in every child (also `warm_report`'s)
+DATA = textwrap.dedent("""
+    rng = np.random.default_rng(0)
+    PTS = rng.uniform(0, 100, (20000, 2))
+    LO = rng.uniform(0, 90, (50, 2))
+    s = np.sort(rng.integers(0, 10**6, 2000))
+    DATA = pd.DataFrame({"chrom": "chr1", "start": s, "end": s + rng.integers(1, 500, s.size)})
+    QS = np.sort(rng.integers(0, 10**6, 200)); QE = QS + 300
+""")
+
 CHILD = textwrap.dedent("""
     import json, sys, time
     import numpy as np
@@ -59,12 +69,7 @@ CHILD = textwrap.dedent("""
     import ctensor.codegen.engine as engine
     import ctensor.analysis.guards as guards
 
-    rng = np.random.default_rng(0)
-    PTS = rng.uniform(0, 100, (20000, 2))
-    LO = rng.uniform(0, 90, (50, 2))
-    s = np.sort(rng.integers(0, 10**6, 2000))
-    DATA = pd.DataFrame({"chrom": "chr1", "start": s, "end": s + rng.integers(1, 500, s.size)})
-    QS = np.sort(rng.integers(0, 10**6, 200)); QE = QS + 300
+    {data}
 
     clock = {"plan": 0.0, "lower": 0.0, "guards": 0.0, "emit": 0.0, "optimize": 0.0, "codegen": 0.0}
     depth = {"lower": 0}
@@ -134,6 +139,7 @@ CHILD = textwrap.dedent("""
         t = time.perf_counter(); op(); runs.append(time.perf_counter() - t)
     json.dump({"first": first, "run": min(runs), "kernels": kernels}, sys.stdout)
 """)
+CHILD = CHILD.replace("{data}\n", DATA)
 
 
 def _env(**extra):

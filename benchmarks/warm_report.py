@@ -22,7 +22,7 @@ import sys
 import tempfile
 import textwrap
 
-from compile_report import OPS, ROOT, _env
+from compile_report import DATA, OPS, ROOT, _env
 
 CHILD = textwrap.dedent("""
     import json, sys, time
@@ -35,12 +35,7 @@ CHILD = textwrap.dedent("""
     import ctensor.driver.pipeline as pipeline
     import ctensor.codegen.engine as engine
 
-    rng = np.random.default_rng(0)
-    PTS = rng.uniform(0, 100, (20000, 2))
-    LO = rng.uniform(0, 90, (50, 2))
-    s = np.sort(rng.integers(0, 10**6, 2000))
-    DATA = pd.DataFrame({"chrom": "chr1", "start": s, "end": s + rng.integers(1, 500, s.size)})
-    QS = np.sort(rng.integers(0, 10**6, 200)); QE = QS + 300
+    {data}
 
     spent, sources = [0.0], []
     compile_kernel = pipeline.compile_kernel
@@ -61,7 +56,7 @@ CHILD = textwrap.dedent("""
         t = time.perf_counter(); op(); runs.append(time.perf_counter() - t)
     json.dump({"import": t_import, "engine": t_engine, "kernels": spent[0], "sources": sources,
                "first": first, "run": min(runs)}, sys.stdout)
-""")
+""").replace("{data}\n", DATA)
 
 
 def child(code, cache):

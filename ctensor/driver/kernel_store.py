@@ -16,11 +16,12 @@ switch as for the object cache: ``$CTENSOR_CACHE_DIR`` (default ``~/.cache/ctens
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import threading
 from pathlib import Path
+
+from ..codegen.objcache import _atomic_write, digest     # sha256 without OpenSSL's load time
 
 _FORMAT = b"ctensor-kernel-v1"
 _FINGERPRINT: str | None = None
@@ -33,14 +34,14 @@ def _fingerprint() -> str:
     if _FINGERPRINT is None:
         from .. import __version__
         root = Path(__file__).resolve().parent.parent
-        h = hashlib.sha256(__version__.encode())
+        lines = [__version__]
         for dirpath, dirnames, files in sorted(os.walk(root)):
             dirnames.sort()
             for f in sorted(files):
                 if f.endswith(".py"):
                     st = os.stat(os.path.join(dirpath, f))
-                    h.update(f"{os.path.relpath(os.path.join(dirpath, f), root)} {st.st_size} {st.st_mtime_ns}\n".encode())
-        _FINGERPRINT = h.hexdigest()
+                    lines.append(f"{os.path.relpath(os.path.join(dirpath, f), root)} {st.st_size} {st.st_mtime_ns}")
+        _FINGERPRINT = digest("\n".join(lines).encode())
     return _FINGERPRINT
 
 
@@ -61,11 +62,11 @@ def key_of(text: str, fmt: tuple, scalar_kinds: tuple, options: tuple) -> str | 
     tiers = tuple(os.environ.get(v) for v in ("CTENSOR_LARGE_MODULE", "CTENSOR_HUGE_MODULE"))
     parts = (_FORMAT.decode(), _fingerprint(), eng.cpu, eng.features, llvmlite.__version__, tiers,
              " ".join(text.split()), fmt, scalar_kinds, options)
-    return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+    return digest(repr(parts).encode())[:32]
 
 
 def _seal(key: str, payload: bytes) -> bytes:
-    return _FORMAT + f" {key} {len(payload)} {hashlib.sha256(payload).hexdigest()}\n".encode() + payload
+    return _FORMAT + f" {key} {len(payload)} {digest(payload)}\n".encode() + payload
 
 
 def _open(path: Path, key: str) -> bytes | None:
@@ -78,7 +79,7 @@ def _open(path: Path, key: str) -> bytes | None:
     parts = header.split(b" ")
     if len(parts) != 4 or parts[0] != _FORMAT or parts[1] != key.encode():
         return None
-    if parts[2] != str(len(payload)).encode() or parts[3] != hashlib.sha256(payload).hexdigest().encode():
+    if parts[2] != str(len(payload)).encode() or parts[3] != digest(payload).encode():
         return None
     return payload
 
@@ -116,14 +117,3 @@ def store(key: str, spec, fn) -> None:
             _atomic_write(d / f"k_{key}.spec", spec_blob)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass                            # a cache that cannot be written is only slower
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    # write-then-rename: concurrent processes never see a half-written entry
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()

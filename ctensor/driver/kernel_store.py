@@ -4,8 +4,9 @@ planning, the z3 proofs or lowering (issue 27: warm first call in milliseconds).
 Keyed by what determines the code: the einsum text (whitespace folded), every argument's format
 key (with its data facts) or scalar kind, the options, the user measures, the host CPU, llvmlite's
 version, the size-tier thresholds and a fingerprint of ctensor's own source files (so an edited
-compiler never reuses an old entry).  An entry is `k_<key>.spec`: a header (format tag, key, length, sha256) and the pickled
-`KernelSpec`, whose `symbol` names the object code the codegen engine caches beside it
+compiler never reuses an old entry).  An entry is `k_<key>.spec`: a header (format tag, key,
+length, sha256) and the pickled `KernelSpec`, whose `symbol` names the object code the codegen
+engine caches beside it
 (`codegen.engine.load_compiled`); `k_<key>.fn`, sealed alike, holds the pickled IR function,
 checked on load and unpickled only when `Kernel.fn` / `Kernel.ir` is asked for.
 
@@ -21,7 +22,7 @@ import pickle
 import threading
 from pathlib import Path
 
-from ..codegen.objcache import _atomic_write, digest     # sha256 without OpenSSL's load time
+from ..codegen.objcache import _atomic_write, cache_dir, digest   # digest: sha256 without OpenSSL
 
 _FORMAT = b"ctensor-kernel-v1"
 _FINGERPRINT: str | None = None
@@ -46,7 +47,6 @@ def _fingerprint() -> str:
 
 
 def _directory() -> Path | None:
-    from ..codegen.objcache import cache_dir
     return cache_dir()
 
 

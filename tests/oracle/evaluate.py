@@ -290,14 +290,12 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
     return Result(prog.out, prog.out_indices, kinds, parts, cells, semiring)
 
 
-def _check_determined(prog, accesses, tensors, kinds, env, lookup, marks):
-    """Raise `NotConstant` unless, for each sample value of the bare real indices on non-pinpoint
-    cells (whose variation does not depend on the evaluation order), the expression's value on
-    the cell `env` is the same for every value each undetermined index-sum access may take."""
+def _open_values(prog, accesses, tensors, kinds, env, lookup):
+    """(value of each access on the cell `env`, the UNDETERMINED index-sum accesses, the values each
+    of those may take — its tensor's values and fill, and missing if read permissively — and the
+    bare real indices on a non-pinpoint cell, whose values are sampled)."""
     values = {acc: lookup(acc, env)[1] for acc in accesses}
     undetermined = [acc for acc, v in values.items() if v is UNDETERMINED]
-    if not undetermined:
-        return
     choices = []
     for acc in undetermined:
         t = tensors[acc.tensor]
@@ -305,6 +303,16 @@ def _check_determined(prog, accesses, tensors, kinds, env, lookup, marks):
         choices.append(sorted(vs, key=repr) + ([MISSING] if any(a.permissive for a in acc.dims) else []))
     bare = sorted({n.name for n in walk(prog.expr) if isinstance(n, IndexRef)
                    and kinds[n.name] == "real" and not is_pinpoint(env[n.name])})
+    return values, undetermined, choices, bare
+
+
+def _check_determined(prog, accesses, tensors, kinds, env, lookup, marks):
+    """Raise `NotConstant` unless, for each sample value of the bare real indices on non-pinpoint
+    cells (whose variation does not depend on the evaluation order), the expression's value on
+    the cell `env` is the same for every value each undetermined index-sum access may take."""
+    values, undetermined, choices, bare = _open_values(prog, accesses, tensors, kinds, env, lookup)
+    if not undetermined:
+        return
     for at in product(*(_samples(env[name], marks) for name in bare)):
         at = dict(zip(bare, at))
         seen = set()
@@ -335,15 +343,7 @@ def _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, reduce
     contribution for every value its tensor holds (and missing, if read permissively) must agree;
     so must it for sample values of a bare real index on a cell that is not a pinpoint (both hold
     where a factor annihilates the term, paper §4.3; otherwise the program is invalid there)."""
-    values = {acc: lookup(acc, env)[1] for acc in accesses}
-    undetermined = [acc for acc, v in values.items() if v is UNDETERMINED]
-    choices = []
-    for acc in undetermined:
-        t = tensors[acc.tensor]
-        vs = {v for _, v in t.live_pieces()} | {t.fill}
-        choices.append(sorted(vs, key=repr) + ([MISSING] if any(a.permissive for a in acc.dims) else []))
-    bare = sorted({n.name for n in walk(prog.expr) if isinstance(n, IndexRef)
-                   and kinds[n.name] == "real" and not is_pinpoint(env[n.name])})
+    values, undetermined, choices, bare = _open_values(prog, accesses, tensors, kinds, env, lookup)
     choices += [_samples(env[name], marks) for name in bare]
     seen = []
     for pick in product(*choices):

@@ -1,23 +1,21 @@
 """Keyword arguments of `ct.compile` / `ct.einsum` / a kernel call: tensors, scalars, user measures."""
 from __future__ import annotations
 
-import numpy as np
-
-from ..errors import InvalidProgramError
+from ..errors import FormatError, InvalidProgramError
+from ..formats.element import kind_of_value
 from ..formats.tensor import Tensor
 from ..lang.measure import Measure
 from ..lang.program import accesses, scalar_names
 
 
 def scalar_kind(name, v) -> str:
-    """'bool', 'int' or 'float' for a scalar argument; TypeError for anything else."""
-    if isinstance(v, (bool, np.bool_)):
-        return "bool"
-    if isinstance(v, (int, np.integer)):
-        return "int"
-    if isinstance(v, (float, np.floating)):
-        return "float"
-    raise TypeError(f"argument {name!r} must be a ct.Tensor, a number or a ct.Measure, got {type(v).__name__}")
+    """'bool', 'int' or 'float' for a scalar argument (the kinds of leaf values,
+    `formats.element.kind_of_value`); TypeError for anything else."""
+    try:
+        return kind_of_value(v)
+    except FormatError:
+        raise TypeError(f"argument {name!r} must be a ct.Tensor, a number or a ct.Measure, "
+                        f"got {type(v).__name__}") from None
 
 
 def split_args(kwargs):

@@ -97,8 +97,7 @@ class FastCall:
         inputs = [p for p in parts if p[0] == "v"]
         if len(inputs) != len(set(inputs)):     # `driver.build` virtualises one tensor at a time
             raise AssertionError("an input's slots are not contiguous in the argument block")
-        for group in _shape_groups(kernel):
-            (a, da), rest = group[0], group[1:]
+        for _, ((a, da), *rest) in kernel.shape_groups:
             lines += [f"if sh{pos[b]}[{db}] != sh{pos[a]}[{da}]:\n    return SLOW" for b, db in rest]
         lines.append(f"blk = array('q', {' + '.join(parts + ['ZEROS']) if parts else 'ZEROS'})")
         lines.append("a = blk.buffer_info()[0]")
@@ -182,13 +181,14 @@ def _all_dense(fmt) -> bool:
     return all(type(lv) is Dense for lv in lvls[:-1]) and type(lvls[-1]) is Element
 
 
-def _shape_groups(kernel):
-    """Groups of (tensor, mode) addressed by one integer index without offset or `~`: their shapes
-    must agree (`Kernel.check`)."""
+def shape_groups(plan) -> list:
+    """(index, [(tensor, mode), ...]) for each integer index that reads two or more modes without an
+    offset or `~`: their shapes must agree (`Kernel.check`; an index read through an offset or `~`
+    may cover other coordinates)."""
     groups = {}
-    for acc in accesses(kernel.plan.rhs):
+    for acc in accesses(plan.rhs):
         for d, (i, dim) in enumerate(zip(acc.idxs, acc.dims)):
-            if (acc.permissive and acc.permissive[d]) or form(dim) != "plain" or kernel.plan.kinds[i] != "int":
+            if (acc.permissive and acc.permissive[d]) or form(dim) != "plain" or plan.kinds[i] != "int":
                 continue
             groups.setdefault(i, []).append((acc.tensor, d))
-    return [g for g in groups.values() if len(g) > 1]
+    return [(i, g) for i, g in groups.items() if len(g) > 1]

@@ -19,10 +19,8 @@ from ..formats.level import strip_facts
 from ..formats.tensor import Tensor
 from ..ir import nodes as ir
 from ..ir.printer import format_function
-from ..lang.affine import form
-from ..lang.program import accesses
 from .args import split_args, user_measures
-from .fastcall import SLOW, Failed, FastCall
+from .fastcall import SLOW, Failed, FastCall, shape_groups
 from .merge_output import unmergeable
 from .output_format import NP_DTYPE, rebuild_output
 from .packed import PackedCall
@@ -85,6 +83,7 @@ class Kernel:
         self.compile_seconds = spec.compile_seconds
         self._measures, self._options = spec.measures, spec.options
         self.scalar_slot = {g[1]: k for k, g in enumerate(self.getters) if g[0] == "scalar"}
+        self.shape_groups = shape_groups(self.plan)
         self._siblings = {}
         self._lock = threading.Lock()
         self._fast = FastCall(self).call
@@ -177,17 +176,12 @@ class Kernel:
             if want != "float" and not -2 ** 63 <= int(val) < 2 ** 63:
                 raise TypeError(f"scalar {k!r} = {val!r} does not fit in a 64-bit integer; pass it as a float")
         # integer modes addressed by one index must have one shape
-        shapes = {}
-        for acc in accesses(self.plan.rhs):
-            lvls = tensors[acc.tensor].modes()
-            for d, (i, dim) in enumerate(zip(acc.idxs, acc.dims)):
-                if (acc.permissive and acc.permissive[d]) or form(dim) != "plain":
-                    continue        # an index read through an offset or ~ may cover other coordinates
-                if self.plan.kinds[i] == "int":
-                    n = lvls[d].shape
-                    if shapes.setdefault(i, (n, acc.tensor))[0] != n:
-                        raise FormatError(f"index {i!r}: {acc.tensor} has {n} coordinates but "
-                                          f"{shapes[i][1]} has {shapes[i][0]}")
+        for i, ((first, d0), *rest) in self.shape_groups:
+            n0 = tensors[first].modes()[d0].shape
+            for name, d in rest:
+                n = tensors[name].modes()[d].shape
+                if n != n0:
+                    raise FormatError(f"index {i!r}: {name} has {n} coordinates but {first} has {n0}")
 
     def pack(self, **kwargs) -> "PackedCall":
         """Check the arguments and build the int64 argument block of one call (see `PackedCall`)."""

@@ -20,7 +20,7 @@ from ..formats.level import Level
 from ..formats.tensor import Tensor
 from ..runtime.args import read_args, split_args, user_measures
 from ..runtime.kernel import Kernel
-from ..runtime.output_format import check_output_format, default_output
+from ..runtime.output_format import check_output_format, default_output, output_key
 from ..runtime.recursion import deep
 from ..runtime.spec import KernelSpec
 from . import kernel_store
@@ -55,9 +55,7 @@ def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_
 
 
 def _option_key(v):
-    if isinstance(v, Level):     # an out= closedness left at the default and one given differ
-        return (v.format_key(), tuple(type(getattr(lv, "closed", None)).__name__ for lv in v.levels()))
-    return v
+    return output_key(v) if isinstance(v, Level) else v
 
 
 def _load(key, text, kwargs, options) -> Kernel | None:

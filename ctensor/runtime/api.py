@@ -13,7 +13,7 @@ from ..analysis.guards import enabled_by_default
 from ..lang.program import check_order
 from .args import split_args, user_measures
 from .kernel import Kernel
-from .output_format import check_output_shape
+from .output_format import check_output_shape, output_key
 
 _CACHE: dict = {}
 # ct.einsum's first look: (text, options, argument names with each tensor's type and format key or
@@ -38,8 +38,7 @@ def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=No
         out = out.level
     if isinstance(out, Level):
         check_nest(out, "out")
-        # an out= closedness left at the default and one given as 'left' differ (`SparseRunList`)
-        of = (out.format_key(), tuple(type(getattr(lv, "closed", None)).__name__ for lv in out.levels()))
+        of = output_key(out)
     elif out is not None:       # checked here too: the cache must not map it to the default output
         raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
                         f"got {type(out).__name__}")

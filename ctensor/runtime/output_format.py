@@ -27,6 +27,12 @@ def default_output(plan) -> Level:
     return lvl
 
 
+def output_key(fmt: Level) -> tuple:
+    """What an out= level decides of the code: its format key, and whether each closedness was
+    given or left at the default (a default one may store its result in another, `SparseRunList`)."""
+    return fmt.format_key(), tuple(type(getattr(lv, "closed", None)).__name__ for lv in fmt.levels())
+
+
 # (value kind computed by the program, leaf kind of out=) pairs stored exactly besides equal kinds
 _WIDER_LEAF = {("int", "float"), ("bool", "int")}
 

@@ -4,8 +4,10 @@ semiring, output type.
 * binding: output indices, measured indices and names standing alone as an access dimension are
   loop indices; in an affine dimension naming none of them (A[x + c]), the names not passed as
   scalars are; every other name is a scalar (coefficient or constant, A[a*x + b]);
-* dimensionalize: each index's kind (integer or real) comes from the levels it addresses; mixing
-  kinds, or an index used by no tensor, is an InvalidProgramError;
+* dimensionalize: each index's kind (integer or real) comes from the levels it addresses; an index
+  reading an integer mode may read real modes only as a term of an index sum with a real index
+  (Grid[o + d*t + x], the continuous paper's §7.3 form: it stays integer and is bound outside the
+  real index); other mixing, or an index used by no tensor, is an InvalidProgramError;
 * concordize: the loop order must visit every tensor's levels outermost-first (row-major,
   DESIGN.md §2); a dimension reading several indices (A[y + x], Toeplitz) is lowered at the last
   of them, the others being bound by outer loops; by default the order is topological (ties by
@@ -163,14 +165,20 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
                                                    if form(d) == "plain"}
     rhs = _map_accesses(es.rhs, lambda a: _bind_access(a, es, known, scalars))
     kinds, source, fallback = {}, {}, {}
+    mixed = _mixed_indices(rhs, tensors)
     for acc in accesses(rhs):
         lvls = tensors[acc.tensor].modes()
         for depth, (d, lvl) in enumerate(zip(acc.dims, lvls)):
             perm = bool(acc.permissive and acc.permissive[depth])
             for i in d.indices:
-                if i in kinds and kinds[i] != lvl.coord:
-                    raise InvalidProgramError(f"index {i!r} addresses both integer and real modes in {es.text!r}")
-                kinds[i] = lvl.coord
+                kind = "int" if i in mixed else lvl.coord
+                if i in kinds and kinds[i] != kind:
+                    raise InvalidProgramError(f"index {i!r} addresses both integer and real modes in {es.text!r} "
+                                              "(an integer index may read a real mode only as a term of an index "
+                                              "sum with a real index, Grid[o + d*t + x])")
+                kinds[i] = kind
+                if i in mixed and lvl.coord == "real":
+                    continue      # not its source: the integer mode it reads gives its extent
                 # the index's source level (extent, output shape) is one it reads alone (x, x ± c)
                 # (a permissive dimension takes no part in it: Finch's dimensionalization, digest §1.6)
                 (source if form(d) in ("plain", "shift") and not perm else fallback).setdefault(i, (acc.tensor, depth))
@@ -213,6 +221,21 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
     return FrontEnd(rhs, kinds, source, measures, op)
 
 
+def _mixed_indices(rhs, tensors) -> set:
+    """Indices that read an integer mode and, on real modes, only terms of index sums that also
+    read another index (Grid[o + d*t + x] with Time[t] integer): they stay integer.  Such a
+    dimension is lowered at its real index, so t is bound by an outer loop and only shifts the
+    real coordinate (formats.affine); the loop order is held to that (`_loop_order`)."""
+    on_int, alone_real = set(), set()
+    for acc in accesses(rhs):
+        for d, lvl in zip(acc.dims, tensors[acc.tensor].modes()):
+            if lvl.coord == "int":
+                on_int.update(d.indices)
+            elif len(set(d.indices)) < 2:
+                alone_real.update(d.indices)
+    return on_int - alone_real
+
+
 def _measure(name, i, text, user):
     if name in MEASURES:
         return name
@@ -238,14 +261,14 @@ def _check_lowerable(rhs, kinds, text, tensors, scalars):
             raise InvalidProgramError(f"integer index {i!r} in {text!r} is read only through ~ or index expressions, "
                                       f"so its extent is unknown: read it alone (T[{i}]) in some access")
     for acc in accesses(rhs):
-        lvls = tensors[acc.tensor].levels()
+        lvls, modes = tensors[acc.tensor].levels(), tensors[acc.tensor].modes()
         grid = sum(1 for lv in lvls if getattr(lv, "tile", False))
         plain = [d.terms[0][1] for d in acc.dims if form(d) == "plain"]
         if len(set(plain)) != len(plain):
             raise InvalidProgramError(f"{acc} repeats an index (diagonal access is not supported)")
         for k, d in enumerate(acc.dims):
             perm = bool(acc.permissive and acc.permissive[k])
-            kind = kinds[d.terms[0][1]]
+            kind = modes[k].coord      # the mode's, not the index's: Grid[o + d*t + x] with t integer
             if k < grid and (len(d.terms) > 1 or perm or not _positive_literal(d.terms[0][0])):
                 raise InvalidProgramError(f"{acc} in {text!r}: {acc.tensor}'s mode {k} is binned by a UniformGrid, "
                                           f"so it can be read as i, i + c or c*i + b with a literal c > 0, not {d}"
@@ -331,6 +354,12 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     fill = REDUCTIONS[op][0]
     fill = bool(fill) if out_kind == "bool" else (float(fill) if out_kind == "float" else int(fill))
     order, rhs = _loop_order(es, rhs, kinds, order, _pointlike(rhs, tensors, kinds, measures))
+    for acc in accesses(rhs):
+        for d, lvl, i in zip(acc.dims, tensors[acc.tensor].modes(), acc.idxs):
+            if lvl.coord == "real" and kinds[i] == "int":
+                raise InvalidProgramError(f"{acc} in {es.text!r}: its real dimension {d} would be lowered at the "
+                                          f"integer index {i!r}; pass an order= with {i!r} before the real "
+                                          f"indices of {d}")
     return Plan(es, order, kinds, source, measures, op, out_kind, fill, rhs, verdict)
 
 

@@ -46,10 +46,19 @@ class Preimage:
 def index_kinds(accesses, tensors) -> dict:
     """Kind ('int' or 'real') of every index, from the tensor dimensions it addresses."""
     kinds = {}
+    # an index reading an int dimension, and real ones only in sums with another index
+    # (Grid[o + d*t + x], Time[t]), is int: it only shifts the real coordinate
+    on_int = {v for acc in accesses for aff, kind in zip(acc.dims, tensors[acc.tensor].dims) if kind == "int"
+              for v, _ in aff.terms}
+    alone = {v for acc in accesses for aff, kind in zip(acc.dims, tensors[acc.tensor].dims) if kind == "real"
+             and len({w for w, _ in aff.terms}) < 2 for v, _ in aff.terms}
+    kinds.update({v: "int" for v in on_int - alone})
     for acc in accesses:
         dims = tensors[acc.tensor].dims
         for aff, kind in zip(acc.dims, dims):
             for var, scale in aff.terms:
+                if kind == "real" and kinds.get(var) == "int" and len(aff.terms) > 1:
+                    continue
                 if kinds.setdefault(var, kind) != kind:
                     raise ValueError(f"index {var!r} addresses both int and real dimensions")
                 if kind == "int" and (scale != int(scale) or aff.offset != int(aff.offset)):

@@ -82,6 +82,7 @@ def trilinear(V, p):
     """float64 numpy trilinear interpolation of voxel-centre values V at points p (M, 3); outside
     voxels are 0."""
     n = np.array(V.shape[:3])
+    p = np.clip(p, -2.0, n + 1.0)          # far outside stays outside, and floor fits int64
     lo = np.floor(p).astype(np.int64)
     out = np.zeros(len(p))
     for corner in np.ndindex(2, 2, 2):

@@ -10,6 +10,7 @@ from .sparse_list import SparseList
 from .sparse_run_list import SparseRunList
 from .tensor import Tensor
 from .uniform_grid import UniformGrid
+from .unit_cells import UnitCells
 
 __all__ = ["Dense", "Element", "Pattern", "Level", "SparseByteMap", "SparseInterval", "SparsePoint", "SparseList",
-           "SparseRunList", "Tensor", "UniformGrid", "box", "interval_set", "intervals", "points"]
+           "SparseRunList", "Tensor", "UniformGrid", "UnitCells", "box", "interval_set", "intervals", "points"]

@@ -100,3 +100,27 @@ def test_batched_trilinear_is_one_einsum(indexed):
     out = ct.einsum(BATCH, P=point_tensor(pts), Grid=grid_3d(V, indexed), Box=Box).to_numpy()
     want = np.stack([trilinear(V[..., c], pts) for c in range(C)], 1)
     np.testing.assert_allclose(out, want, atol=1e-12)
+
+
+def test_float32_values_are_read_widened():
+    """Element(dtype=float32): half the memory; kernels read the values widened to float64, so the
+    result equals the float64 computation on the same (float32) numbers."""
+    rng = np.random.default_rng(6)
+    V = np.where(rng.random((4, 4, 4, 1)) < 0.5, rng.uniform(-1, 1, (4, 4, 4, 2)), 0.0).astype(np.float32)
+    occ = (V != 0).any(-1)
+    rows = np.full(64, -1, np.int32)
+    rows[occ.reshape(-1)] = np.arange(occ.sum())
+    leaf = ct.Dense(ct.Element(0.0, val=V[occ].reshape(-1), dtype=np.float32), 2)
+    G = ct.Tensor(ct.UnitCells(ct.UnitCells(ct.UnitCells(leaf, 4, rows=rows), 4), 4), name="Grid")
+    assert "dtype=float32" in G.format.format_str() and G.levels()[-1].val.dtype == np.float32
+    pts = rng.uniform(-1, 4.5, (50, 3))
+    Box = ct.box([-0.5] * 3, [0.5] * 3, closed="left")
+    out = ct.einsum(BATCH, P=point_tensor(pts), Grid=G, Box=Box).to_numpy()
+    assert out.dtype == np.float64
+    want = np.stack([trilinear(V[..., c].astype(np.float64), pts) for c in range(2)], 1)
+    np.testing.assert_allclose(out, want, atol=1e-12)
+    with pytest.raises(ct.FormatError, match=r"val\[1\] = 0.1 is not a float32 number"):
+        ct.Element(0.0, val=[0.5, 0.1], dtype=np.float32)
+    with pytest.raises(ct.InvalidProgramError, match="float32 Element is an input format"):
+        ct.einsum("O[i] = A[i]", A=ct.Tensor(ct.Dense(ct.Element(0.0), 2), np.ones(2)),
+                  out=ct.Dense(ct.Element(0.0, dtype=np.float32)))

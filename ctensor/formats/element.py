@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import FormatError
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import F64, I1, I8, I64, PtrType
+from ..ir.types import F32, F64, I1, I8, I64, PtrType
 from ..looplets.nodes import Value
 from .level import Level, float_exact, numeric_array
 
@@ -76,6 +76,18 @@ def _check_exact(src, val, kind, fill):
                           f"(the fill {fill!r} makes the values {kind}; pass a fill of the values' type)")
 
 
+def _check_single(src, val):
+    """FormatError naming the first value that float32 storage would round (NaN stays NaN)."""
+    if src.dtype == np.float32 or src.shape != val.shape:
+        return
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~((val == src) | (np.isnan(val) & np.isnan(src.astype(np.float64)))))
+    if bad.size:
+        j = int(bad[0])
+        raise FormatError(f"val[{j}] = {src.flat[j].item()!r} is not a float32 number: round the values first "
+                          "(values.astype(np.float32)) to store them as float32")
+
+
 class Element(Level):
     """Leaf level holding one value per position.
 
@@ -86,11 +98,15 @@ class Element(Level):
     val : array-like, optional
         The values, one per position of the parent level.
     dtype : numpy dtype, optional
+        float32 stores float values in single precision (half the memory of float64; an input
+        format only: kernels read them widened to float64, outputs are float64); the values and
+        the fill must be float32 numbers (no silent rounding: pass values.astype(np.float32)).
     """
 
     def __init__(self, fill=0.0, val=None, dtype=None):
         self.kind = kind_of(dtype) if dtype is not None else kind_of_value(fill)
-        np_dtype = DTYPES[self.kind][0]
+        self.single = dtype is not None and np.dtype(dtype) == np.float32
+        np_dtype = np.float32 if self.single else DTYPES[self.kind][0]
         try:
             self._fill = np_dtype(fill).item()
         except (ValueError, OverflowError, TypeError):
@@ -98,12 +114,14 @@ class Element(Level):
         if self._fill != fill and not (self.kind == "float" and fill != fill):
             raise FormatError(f"fill {fill!r} cannot be stored exactly as {self.kind} values")
         self.val = None if val is None else np.ascontiguousarray(_exact_values(val, np_dtype, self.kind, fill))
+        if self.single and val is not None:
+            _check_single(np.asarray(val), self.val)
 
     def frozen(self, val: np.ndarray) -> "Element":
         """This leaf's format over `val`, a contiguous array of its dtype that ctensor built itself (a
         kernel's output, `runtime.output_format`): no conversion or check."""
         e = Element.__new__(Element)
-        e.kind, e._fill, e.val = self.kind, self._fill, val
+        e.kind, e._fill, e.val, e.single = self.kind, self._fill, val, val.dtype == np.float32
         return e
 
     @property
@@ -116,13 +134,14 @@ class Element(Level):
 
     def format_key(self):
         # repr for floats: a -0.0 fill is not a 0.0 one (1/fill), and a NaN fill equals itself
-        return ("Element", self.kind, repr(self._fill) if self.kind == "float" else self._fill)
+        key = ("Element", self.kind, repr(self._fill) if self.kind == "float" else self._fill)
+        return key + ("float32",) if self.single else key
 
     def format_str(self):
-        return f"Element({self._fill!r})"
+        return f"Element({self._fill!r}{', dtype=float32' if self.single else ''})"
 
     def empty(self):
-        return Element(self._fill, dtype=DTYPES[self.kind][0])
+        return Element(self._fill, dtype=np.float32 if self.single else DTYPES[self.kind][0])
 
     def has_data(self):
         return self.val is not None
@@ -151,8 +170,12 @@ class Element(Level):
 class VElement:
     def __init__(self, ctx, lvl: Element, name, mode):
         self.lvl, self.kind, self.fill, self.name = lvl, lvl.kind, lvl.fill, name
-        storage = DTYPES[self.kind][1]
+        self.single = getattr(lvl, "single", False)
+        storage = F32 if self.single else DTYPES[self.kind][1]
         self.mode = mode
+        if self.single and mode != "read":
+            from ..errors import InvalidProgramError
+            raise InvalidProgramError("a float32 Element is an input format: outputs hold float64 values")
         if mode == "read":
             self.val = ir.Read(ctx.param(name + "_val", PtrType(storage), ("read", lvl, "val")))
         else:
@@ -162,7 +185,8 @@ class VElement:
     is_leaf = True
 
     def read_leaf(self, ctx, pos):
-        v = ctx.let(to_ir_value(b.load(self.val, pos), self.kind), self.name + "_v")
+        v = b.load(self.val, pos)
+        v = ctx.let(b.cast(F64, v) if self.single else to_ir_value(v, self.kind), self.name + "_v")
         return Value(v, self.kind)
 
     # ---- write side

@@ -1,0 +1,198 @@
+"""Trilinear interpolation on sparse voxel grids and volume rendering (NeRF / Plenoxels) as compiled
+einsums — the continuous tensor paper's §7.3 case study (Fig. 25).
+
+A voxel grid is piecewise constant over the cells [i - 0.5, i + 0.5) × [j - 0.5, j + 0.5) ×
+[k - 0.5, k + 0.5) (voxel centres at integer coordinates).  Integrating it over the unit box
+centred at a point p is exactly the trilinear interpolation of the 8 voxel-centre values around p,
+so interpolation of many points is one einsum (`INTERPOLATE`):
+
+    Out[m, c] = P[m, u, v, w] * Grid[u + x, v + y, w + z, c] * Box[x, y, z]
+                * d(u, v, w; counting, counting, counting) * d(x, y, z; lebesgue, lebesgue, lebesgue)
+
+P holds one pinpoint (u, v, w) per point m (Dense over m, SparsePoint below: no sort), Box is the
+unit cube [-0.5, 0.5)^3, and Grid is stored as `UnitCells^3` over a Dense channel level: the x and
+y cell levels are dense and the z level locates a voxel's row of channel values through an int32
+index (-1 for an unoccupied voxel), each in O(1) (`ctensor.formats.unit_cells`).  Only occupied
+voxels store channel values.
+
+Public names (stable): `voxel_grid`, `VoxelGrid`, `interpolate`, `sample_rays`, `render`,
+`INTERPOLATE`.  Every call may run in many threads at once (no shared mutable buffers: each call
+builds its own point tensor and output; kernels are compiled once under `workers.COMPILE_LOCK`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FormatError
+from ..formats import Dense, Element, Pattern, SparsePoint, Tensor, UnitCells, box
+from .graphics_input import channel, occupancy, per_ray, positive_int, real_array, voxel_values
+from .graphics_render import composite
+from .workers import check_workers, compiled, split_rows
+
+__all__ = ["INTERPOLATE", "VoxelGrid", "interpolate", "render", "sample_rays", "voxel_grid"]
+
+INTERPOLATE = ("Out[m, c] = P[m, u, v, w] * Grid[u + x, v + y, w + z, c] * Box[x, y, z]"
+               " * d(u, v, w; counting, counting, counting) * d(x, y, z; lebesgue, lebesgue, lebesgue)")
+
+_BOX = box([-0.5] * 3, [0.5] * 3, closed="left")      # read-only: shared by every call
+_KERNELS: dict = {}                                  # format key -> Kernel (`workers.compiled`)
+_CHUNK_SAMPLES = 1 << 18                             # samples per interpolation call in `render`
+
+
+class VoxelGrid:
+    """A sparse voxel grid: `tensor` Grid[x, y, z, c] (UnitCells^3 over Dense channels), `shape`
+    (X, Y, Z), `channels` C, `dtype` of the stored values (float32 or float64), `occupied` (number of
+    stored voxels), `nbytes` (index + values).  Build it with `voxel_grid`; read-only."""
+
+    __slots__ = ("tensor", "shape", "channels", "dtype", "occupied")
+
+    def __init__(self, tensor: Tensor, shape: tuple, channels: int, dtype, occupied: int):
+        self.tensor, self.shape, self.channels = tensor, shape, channels
+        self.dtype, self.occupied = np.dtype(dtype), occupied
+
+    @property
+    def nbytes(self) -> int:
+        return self.tensor.nbytes
+
+    def __repr__(self):
+        return (f"VoxelGrid(shape={self.shape}, channels={self.channels}, dtype={self.dtype}, "
+                f"occupied={self.occupied}, nbytes={self.nbytes})")
+
+
+def voxel_grid(values, occupied=None) -> VoxelGrid:
+    """A sparse voxel grid of `values` at the `occupied` voxels (continuous paper §7.3).
+
+    values : numpy array (X, Y, Z, C), float32 or float64 — voxel (i, j, k) is the cell
+        [i - 0.5, i + 0.5) × [j - 0.5, j + 0.5) × [k - 0.5, k + 0.5) (closed below, open above;
+        its centre at (i, j, k), in voxel units); C channels per voxel.  The dtype is kept
+        (float32 stores 4 bytes per channel value).
+    occupied : numpy bool array (X, Y, Z), optional — the voxels to store; default: the voxels
+        with a non-zero value in some channel.  Unoccupied voxels read 0 in every channel.
+
+    Memory: an int32 index of X*Y*Z entries (int64 past 2**31 - 1 occupied voxels) plus
+    occupied * C values.  Raises TypeError (values not a float32/float64 ndarray, occupied not
+    bool), FormatError (wrong ndim or shape, a NaN/inf value in an occupied voxel, naming the
+    first one).
+    """
+    values = voxel_values(values)
+    occ = occupancy(occupied, values)
+    X, Y, Z, C = values.shape
+    data = values[occ]                                   # (n, C) rows in x, y, z order
+    bad = np.argwhere(~np.isfinite(data))
+    if bad.size:
+        vox = np.argwhere(occ)[bad[0][0]]
+        idx = (*(int(i) for i in vox), int(bad[0][1]))
+        raise FormatError(f"values[{', '.join(map(str, idx))}] = {values[idx].item()!r} is not finite "
+                          "(an occupied voxel)")
+    n = len(data)
+    rows = np.full(X * Y * Z, -1, np.int32 if n < 2**31 else np.int64)
+    rows[occ.reshape(-1)] = np.arange(n, dtype=rows.dtype)
+    leaf = Element(0.0, val=data.reshape(-1), dtype=values.dtype)
+    level = UnitCells(UnitCells(UnitCells(Dense(leaf, C), Z, rows=rows), Y), X)
+    return VoxelGrid(Tensor(level, name="Grid"), (X, Y, Z), C, values.dtype, n)
+
+
+def _grid(grid) -> VoxelGrid:
+    if not isinstance(grid, VoxelGrid):
+        raise TypeError(f"grid: expected a VoxelGrid (from ctensor.apps.graphics.voxel_grid), got {type(grid).__name__}")
+    return grid
+
+
+def _interpolate(grid: VoxelGrid, pts: np.ndarray) -> np.ndarray:
+    """The INTERPOLATE einsum on checked (M, 3) float64 points -> (M, C) float64."""
+    m = len(pts)
+    if m == 0:
+        return np.zeros((0, grid.channels))
+    lv = SparsePoint(SparsePoint(SparsePoint(Pattern(), pts[:, 2].copy()), pts[:, 1].copy()), pts[:, 0].copy())
+    args = dict(P=Tensor(Dense(lv, m), name="P"), Grid=grid.tensor, Box=_BOX)
+    k = compiled(_KERNELS, grid.tensor.level.format_key(), INTERPOLATE, args)
+    out = k(**args)
+    return out.levels()[-1].val.reshape(m, grid.channels)
+
+
+def interpolate(grid: VoxelGrid, points, *, workers: int = 1) -> np.ndarray:
+    """Trilinear interpolation of `grid` at `points` (continuous paper §7.3, Fig. 25): the einsum
+    `INTERPOLATE`, one compiled kernel for all points.
+
+    grid : VoxelGrid (`voxel_grid`).
+    points : array (M, 3) of finite reals, in voxel coordinates (voxel (i, j, k) is centred at
+        (i, j, k)); a point's value is the trilinear blend of the 8 voxel centres around it, where
+        unoccupied voxels and voxels outside the grid contribute 0 (so the value fades to 0 over
+        the half voxel outside the grid's outer centres).
+    workers : int — threads splitting the points (-1: every core); the result is identical to one
+        thread's.
+
+    Returns an (M, C) float64 array (float32 grids are read exactly and summed in float64).
+    Raises TypeError (grid not a VoxelGrid, non-numeric points, bad workers) or FormatError (points
+    not (M, 3), or NaN/inf, naming the first offending element).
+    """
+    grid = _grid(grid)
+    pts = real_array(points, "points", (None, 3))
+    return split_rows(lambda p: _interpolate(grid, p), check_workers(workers), (pts,))
+
+
+def sample_rays(origins, directions, near, far, n_samples: int):
+    """Sample points along rays: for ray r, the midpoints of `n_samples` equal segments of
+    [near_r, far_r], t_k = near + (k + 0.5) * (far - near) / n_samples, at o_r + t_k * d_r.
+
+    origins, directions : arrays (R, 3) of finite reals (voxel units; directions need not be unit
+        vectors: t is measured in multiples of |d_r|).
+    near, far : scalars or (R,) arrays, finite, near <= far.
+    n_samples : positive int.
+
+    Returns (points (R, n_samples, 3) float64, t (R, n_samples) float64).  Raises TypeError (non-
+    numeric input, n_samples not an int), ValueError (n_samples < 1) or FormatError (shapes,
+    NaN/inf, far < near, naming the first offending element).
+    """
+    o = real_array(origins, "origins", (None, 3))
+    d = real_array(directions, "directions", (len(o), 3))
+    s = positive_int(n_samples, "n_samples")
+    lo, hi = per_ray(near, "near", len(o)), per_ray(far, "far", len(o))
+    bad = np.flatnonzero(hi < lo)
+    if bad.size:
+        r = int(bad[0])
+        raise FormatError(f"far[{r}] = {hi[r].item()!r} is below near[{r}] = {lo[r].item()!r}")
+    t = lo[:, None] + (np.arange(s) + 0.5)[None, :] * ((hi - lo) / s)[:, None]
+    return o[:, None, :] + t[:, :, None] * d[:, None, :], t
+
+
+def render(grid: VoxelGrid, origins, directions, near, far, n_samples: int, *, density: int = 0,
+           colour=(1, 2, 3), background=0.0, workers: int = 1) -> np.ndarray:
+    """Volume-render `grid` along rays (emission–absorption compositing, Plenoxels-style): the
+    samples of `sample_rays` are interpolated by the `INTERPOLATE` einsum, then composited
+    (`graphics_render.composite`): α_k = 1 - exp(-max(σ_k, 0) δ_k), weight T_k α_k with
+    transmittance T_k = exp(-Σ_{j<k} max(σ_j, 0) δ_j), pixel Σ_k T_k α_k c_k + T_S · background.
+
+    grid : VoxelGrid whose channel `density` holds σ (per voxel unit of length) and channels
+        `colour` the radiance (used as stored: no activation).
+    origins, directions, near, far, n_samples : as `sample_rays`; δ_k = (far - near) / n_samples
+        * |d_r| (the segment length in voxel units).
+    density : int, colour : sequence of ints — channel numbers of the grid.
+    background : scalar or (len(colour),) array — seen where the ray is not absorbed.
+    workers : int — threads for the interpolation (identical result to one thread).
+
+    Returns (R, len(colour)) float64.  Raises as `sample_rays` and `interpolate`; TypeError or
+    ValueError for channel numbers that are not ints in 0 .. C-1.
+    """
+    grid = _grid(grid)
+    dch = channel(density, "density", grid.channels)
+    if isinstance(colour, (str, bytes)) or not hasattr(colour, "__iter__"):
+        raise TypeError(f"colour: expected a sequence of channel numbers, got {colour!r}")
+    cch = [channel(c, f"colour[{k}]", grid.channels) for k, c in enumerate(colour)]
+    bg = np.asarray(background, np.float64)
+    if bg.ndim > 1 or (bg.ndim == 1 and len(bg) != len(cch)) or not np.isfinite(bg).all():
+        raise FormatError(f"background: expected a finite scalar or {len(cch)} values, got {background!r}")
+    workers = check_workers(workers)
+    pts, t = sample_rays(origins, directions, near, far, n_samples)
+    n_rays, s = t.shape
+    seg = (per_ray(far, "far", n_rays) - per_ray(near, "near", n_rays)) / s          # in units of |d|
+    length = seg * np.linalg.norm(real_array(directions, "directions", (n_rays, 3)), axis=1)
+    delta = np.broadcast_to(length[:, None], (n_rays, s))
+    out = np.empty((n_rays, len(cch)))
+    per = max(1, _CHUNK_SAMPLES // s)                    # rays per interpolation call: bounded memory
+    for lo in range(0, n_rays, per):
+        hi = min(lo + per, n_rays)
+        f = interpolate(grid, pts[lo:hi].reshape(-1, 3), workers=workers).reshape(hi - lo, s, grid.channels)
+        out[lo:hi] = composite(f[:, :, dch], f[:, :, cch], delta[lo:hi], bg)
+    return out
+

@@ -50,9 +50,24 @@ EINSUMS = {
                   " * d(c, j; counting, counting)",
     "grid_overlap": "O[i, j] = W[i, c] * G[c, j] * (DS[j] < QE[i]) * (End[j] > QS[i]) * ((QS[i] >= c) | (DS[j] >= c))"
                     " * d(c; boolean)",
+    # map (bedtools map -c col -o sum|count|mean|min|max): the overlap pairs' test, each pair
+    # weighted by the data column V[j] and summed over j (+), or its least / greatest value kept
+    # (the (min,+) / (max,+) semirings; no overlap leaves the semiring's identity, ±inf)
+    "map_sum": "M[i] = W[i, s] * S[s, j] * (End[j] > QS[i]) * V[j] * d(s, j; counting, counting)",
+    "map_sum_ranks": "M[i] = R[i, j] * (End[j] > QS[i]) * V[j] * d(j; counting)",
+    "map_min": "M[i] = (V[j] if (W[i, s] & S[s, j] & (End[j] > QS[i])) else inf) * d(s, j; boolean, counting)",
+    "map_min_ranks": "M[i] = (V[j] if (R[i, j] & (End[j] > QS[i])) else inf) * d(j; counting)",
+    "map_max": "M[i] = (V[j] if (W[i, s] & S[s, j] & (End[j] > QS[i])) else -inf) * d(s, j; boolean, counting)",
+    "map_max_ranks": "M[i] = (V[j] if (R[i, j] & (End[j] > QS[i])) else -inf) * d(j; counting)",
+    # a bedGraph signal's integral over each query (the bigWig "stats" question: the
+    # length-weighted sum, a Lebesgue integral of the piecewise-constant track Sig[x])
+    "integral": "T[i] = Q[i, x] * Sig[x] * d(x; lebesgue)",
+    # bases two unions share (bedtools jaccard): the Lebesgue measure of their intersection
+    "shared": "J[] = MA[x] * MB[x] * d(x; lebesgue)",
     "grid_intersect": "I[i, j, x] = W[i, c] * G[c, j] * ((QS[i] >= c) | (DS[j] >= c)) * Q[i, x] * D[j, x] * d(c; boolean)",
 }
-SEMIRING = {"closest_next": "min", "closest_prev": "max"}
+SEMIRING = {"closest_next": "min", "closest_prev": "max", "map_min": "min", "map_min_ranks": "min",
+            "map_max": "max", "map_max_ranks": "max"}
 
 
 # the index tensors each operation reads

@@ -22,6 +22,15 @@ uniform grid instead of the default sorted layout (see `index`); answers are the
 | `depth(intervals)` | `genomecov -bg` | `chrom, start, end, depth` |
 | `subtract(a, b)` | `subtract` | rows of a with start/end of each remaining piece |
 | `closest(query, data)` | `closest -d` (`-t all`) | query columns + nearest data columns `_` + `distance` |
+| `map(query, data, column, ops)` | `map -c column -o ops` | query + `<column>_<op>` per op |
+| `signal_stats(query, signal)` | `bigWigAverageOverBed` | query + `size, covered, sum, mean0, mean` |
+| `cluster(intervals, distance)` | `cluster -d distance` | intervals + `cluster` |
+| `complement(intervals, genome)` | `complement -g genome` | `chrom, start, end` |
+| `jaccard(a, b)` | `jaccard` | `intersection, union, jaccard, n_intersections` |
+| `window(query, data, w)` | `window -w` (`-l`, `-r`) | as `overlap` |
+| `slop(intervals, genome, both)` | `slop -b` (`-l`, `-r`) | intervals, stretched |
+
+The operations of the second part of the table are in `ctensor.apps.genomics_ops` (their details).
 
 Rows come in query order; pairs of one query in data start order.  Errors: `ctensor.FormatError`
 (bad input: see `read_intervals`), `TypeError` (a source of the wrong kind).
@@ -43,6 +52,7 @@ import pandas as pd
 from ..errors import FormatError
 from .bedio import read_intervals
 from .genome_index import EINSUMS, GenomeIndex
+from .genomics_ops import cluster, complement, jaccard, map, signal_stats, slop, window   # noqa: A004
 from .workers import check_workers
 
 __all__ = [
@@ -50,16 +60,23 @@ __all__ = [
     "GenomeIndex",
     "any_overlap",
     "closest",
+    "cluster",
+    "complement",
     "count_overlaps",
     "coverage",
     "depth",
     "index",
     "intersect",
+    "jaccard",
+    "map",
     "merge",
     "no_overlap",
     "overlap",
     "read_intervals",
+    "signal_stats",
+    "slop",
     "subtract",
+    "window",
 ]
 
 

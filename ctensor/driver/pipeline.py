@@ -27,11 +27,18 @@ from . import kernel_store
 
 
 def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_valid=False,
-                   prove_guards=None, split_sums=True, merge_output=False, use_store=True) -> Kernel:
+                   prove_guards=None, split_sums=True, merge_output=False, use_store=True, split_dense=True) -> Kernel:
     """Compile `text` for the formats of the tensors in `kwargs` (with its scalars and user
     measures), or load it from the on-disk kernel cache (`use_store=False`: always run every stage,
     e.g. to time them; the object cache still applies).  Options as `ct.compile`; `split_sums` and
-    `merge_output` choose the variants `Kernel` runs as siblings.  Raises as `ct.compile`."""
+    `merge_output` choose the variants `Kernel` runs as siblings; `split_dense`: a trailing dense
+    contraction runs in BLAS (`dense_split`).  Raises as `ct.compile`."""
+    if split_dense:
+        split = dense_split(text, kwargs, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
+                            prove_guards=prove_guards, split_sums=split_sums, merge_output=merge_output,
+                            use_store=use_store)
+        if split is not None:
+            return split
     if out is not None and not isinstance(out, (Tensor, Level)):
         raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
                         f"got {type(out).__name__}")
@@ -52,6 +59,24 @@ def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_
         if key is not None:
             kernel_store.store(key, kernel.spec, kernel.fn)
     return kernel
+
+
+def dense_split(text, kwargs, *, order=None, **options):
+    """The `dense_split.SplitKernel` of `text`, or None where the split does not apply (its rules:
+    `ctensor.driver.dense_split`)."""
+    from .dense_split import SplitKernel, all_dense_output, plan_split
+    split = plan_split(text, kwargs, options["semiring"], options["out"])
+    if split is None:
+        return None
+    if order is not None:
+        kept = set(split.dense_idxs) - set(split.contracted)
+        order = [i for i in order if i not in kept]
+    try:
+        inner = compile_kernel(split.text, {k: v for k, v in kwargs.items() if k != split.dense}, order=order,
+                               split_dense=False, **options)
+    except (InvalidProgramError, TypeError, ValueError):
+        return None          # the program as written is compiled, and reports its own error
+    return SplitKernel(inner, split) if all_dense_output(inner) else None
 
 
 def _option_key(v):

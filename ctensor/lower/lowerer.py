@@ -22,6 +22,7 @@ from .notation import (Access, Assign, Block, Call, Count, Lit, Loop, ScalarOut,
 from .ops import REDUCTIONS, combine, convert, kind, to_ir
 from .program_notation import notation
 from .simplify import MAYBE, PRESENT, TRACKED, simplify
+from .hoist import hoist_factors
 from .tile import lower_piece
 
 
@@ -38,7 +39,11 @@ def lower(ctx, node):
     elif isinstance(node, Assign):
         emit_assign(ctx, node)
     elif isinstance(node, Loop):
-        lower_loop(ctx, node)
+        node = hoist_factors(ctx, node)
+        if isinstance(node, Sieve):
+            lower(ctx, node)
+        else:
+            lower_loop(ctx, node)
     else:
         raise InvalidProgramError(f"cannot lower {node!r}")
 

@@ -51,3 +51,104 @@ def nearest(index, gs, ge, ties):
     order = np.argsort(qrows, kind="stable")
     minus = np.full(len(none), -1, np.int64)
     return qrows[order], np.concatenate([data, minus])[order], np.concatenate([dist_out, minus])[order]
+
+
+def _side_distances(index, gs, ge, K, sorted_ends):
+    """(nq, 2K) distances of each query's K nearest data intervals after it (by start: the first
+    K starting at or after qe) and before it (by end: the last K ending at or before qs), +inf
+    where a side has fewer on the query's chromosome; and whether each side ran out (fewer than K
+    there).  The positions come from the rank einsum (`GenomeIndex._rank`, and its twin over the
+    ends)."""
+    n = index.n
+    code = np.floor(gs / SPAN + 0.5)
+    after = index._rank(ge, "left")                                   # first start >= qe
+    before = np.asarray(index._run("rank_ends", "rank", A=interval_tensor(index._ninf(len(gs)), gs, "both"),
+                                   S=index.E).level.child.val, np.int64)  # ends <= qs
+    steps = np.arange(K)
+    pa, pb = after[:, None] + steps, before[:, None] - 1 - steps
+    sa = index._gs[np.minimum(pa, n - 1)]
+    eb = sorted_ends[np.maximum(pb, 0)]
+    ok_a = (pa < n) & (np.floor(sa / SPAN + 0.5) == code[:, None])
+    ok_b = (pb >= 0) & (np.floor(eb / SPAN + 0.5) == code[:, None])
+    da = np.where(ok_a, sa - ge[:, None] + 1, np.inf)
+    db = np.where(ok_b, gs[:, None] - eb + 1, np.inf)
+    return np.concatenate([da, db], axis=1), ~ok_a[:, -1], ~ok_b[:, -1], da[:, -1], db[:, -1]
+
+
+def _kth_distance(index, gs, ge, k, ties, sorted_ends):
+    """The distance within which each query's answer lies: the k-th smallest distance counted with
+    multiplicity (ties='all': bedtools reports every interval up to it) or the k-th smallest
+    distinct distance ('first'/'last': one interval per distance); the largest there is when the
+    chromosome has fewer; +inf when it has no data.  Candidates: the overlapping intervals
+    (distance 0, counted by the count einsum) and the K nearest on each side; K starts at k
+    (enough for 'all') and doubles for the queries whose sides could still hide a distinct
+    distance."""
+    counts = index._count(gs, ge)
+    zero = counts > 0
+    out = np.full(len(gs), np.inf)
+    todo, K = np.arange(len(gs)), max(k, 1)
+    while len(todo):
+        d, end_a, end_b, last_a, last_b = _side_distances(index, gs[todo], ge[todo], K, sorted_ends)
+        d.sort(axis=1)
+        z = zero[todo]
+        fin = np.isfinite(d)
+        if ties == "all":
+            need = k - counts[todo]
+            nfin = fin.sum(axis=1)
+            pick = d[np.arange(len(todo)), np.clip(np.minimum(need, nfin) - 1, 0, d.shape[1] - 1)]
+            out[todo] = np.where(need <= 0, 0.0, np.where(nfin > 0, pick, np.where(z, 0.0, np.inf)))
+            return out
+        new = np.ones_like(fin)
+        new[:, 1:] = d[:, 1:] != d[:, :-1]
+        new &= fin
+        rank = np.cumsum(new, axis=1) + z[:, None]          # distance 0 is the first when z
+        hit = (rank >= k) & new
+        rows_ = np.arange(len(todo))
+        got = np.where(hit.any(axis=1), d[rows_, hit.argmax(axis=1)], np.inf)
+        got = np.where(z & (k <= 1), 0.0, got)
+        # fewer distinct distances than k on the chromosome: all of them
+        largest = np.where(fin.any(axis=1), np.where(fin, d, -np.inf).max(axis=1), np.where(z, 0.0, np.inf))
+        got = np.where(np.isinf(got) & end_a & end_b, largest, got)
+        # complete unless a side that did not run out may hide a smaller distinct distance
+        sure = (end_a | (last_a >= got)) & (end_b | (last_b >= got))
+        out[todo[sure]] = got[sure]
+        todo, K = todo[~sure], 2 * K
+    return out
+
+
+def k_nearest(index, gs, ge, k, ties):
+    """(query row, data row, distance) of each query's k nearest data intervals, as `bedtools
+    closest -d -k k -t ties` reports them: ties='all', every interval within the k-th smallest
+    distance (counted with multiplicity); 'first'/'last', the first/last interval (data start
+    order) of each of the k smallest distinct distances.  Ordered by query row, distance, data
+    start; a query with no data on its chromosome gets one entry (-1, -1).  The intervals within
+    the distance are the overlap einsum's pairs of the widened query (as `nearest`)."""
+    sorted_ends = np.sort(index._ge)
+    dist = _kth_distance(index, gs, ge, k, ties, sorted_ends)
+    finite = np.isfinite(dist)
+    has = np.flatnonzero(finite)
+    dk = dist[has]
+    O = index._pairs("overlap", gs[has] - dk, ge[has] + dk, Dense(SparseList(Pattern(), real=False)), grid=False)
+    lvl = O.level.child
+    qi, j = has[rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
+    ds, de = index._gs[j], index._ge[j]
+    same = np.floor(ds / SPAN + 0.5) == np.floor(gs[qi] / SPAN + 0.5)     # the query's chromosome only
+    qi, j, ds, de = qi[same], j[same], ds[same], de[same]
+    d = np.where(ds >= ge[qi], ds - ge[qi] + 1, np.where(de <= gs[qi], gs[qi] - de + 1, 0))
+    if ties == "all":
+        order = np.lexsort((j, d, qi))
+    else:       # by the data's own start within a distance, as bedtools sorts it (`nearest`)
+        order = np.lexsort((j, index.frame["start"].to_numpy()[index._data_rows(j)], d, qi))
+    qi, j, d = qi[order], j[order], d[order]
+    if ties != "all" and len(qi):
+        grp = np.r_[True, (qi[1:] != qi[:-1]) | (d[1:] != d[:-1])]
+        keep = grp if ties == "first" else np.r_[grp[1:], True]
+        qi, j, d = qi[keep], j[keep], d[keep]
+    data, dist_out = index._data_rows(j), d.astype(np.int64)
+    none = np.flatnonzero(~finite)
+    if not len(none):
+        return qi, data, dist_out
+    qrows = np.concatenate([qi, none])
+    order = np.argsort(qrows, kind="stable")
+    minus = np.full(len(none), -1, np.int64)
+    return qrows[order], np.concatenate([data, minus])[order], np.concatenate([dist_out, minus])[order]

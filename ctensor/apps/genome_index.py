@@ -57,7 +57,7 @@ from .genome_layout import (
     values,
     widen,
 )
-from .genome_closest import nearest
+from .genome_closest import k_nearest, nearest
 from .workers import check_workers, compiled, split_rows
 
 # expected candidates per query above which overlap/intersect use the rank plan (measured on the
@@ -325,7 +325,7 @@ class GenomeIndex:
         _, ps, pe = decode(np.asarray(lx.left), np.asarray(lx.right))
         return qi, self._data_rows(j), ps, pe
 
-    def closest(self, start, end, chrom=None, ties: str = "all", workers: int = 1):
+    def closest(self, start, end, chrom=None, ties: str = "all", workers: int = 1, k: int = 1):
         """The nearest data intervals of each query on its chromosome (`bedtools closest -d`, and
         `-t all|first|last` for `ties`): (query row, data row, distance), int64 arrays ordered by
         query row, then data start; a query with no data on its chromosome has one entry with
@@ -334,16 +334,19 @@ class GenomeIndex:
         Distance as bedtools 2.30 counts it on half-open coordinates (zero-length intervals
         widened): 0 for overlapping intervals, `b.start - a.end + 1` for b after a (so 1 for
         book-ended), `a.start - b.end + 1` for b before a.  Only the nearest intervals are
-        reported, every tie of them unless `ties` says otherwise.  `workers`: threads the queries
-        are split over (contiguous chunks, same result)."""
+        reported, every tie of them unless `ties` says otherwise.  `k` > 1: the k nearest
+        (`genome_closest.k_nearest`: bedtools' `-k`), ordered by query row, distance, data start.
+        `workers`: threads the queries are split over (contiguous chunks, same result)."""
         if ties not in ("all", "first", "last"):
             raise ValueError(f"ties: expected 'all', 'first' or 'last', got {ties!r}")
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k: expected a positive integer, got {k!r}")
         check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end)
-        return split_rows(lambda s, e: self._closest(s, e, ties), workers, (gs, ge), rows=(0,))
+        return split_rows(lambda s, e: self._closest(s, e, ties, k), workers, (gs, ge), rows=(0,))
 
-    def _closest(self, gs, ge, ties):
-        return nearest(self, gs, ge, ties)
+    def _closest(self, gs, ge, ties, k=1):
+        return nearest(self, gs, ge, ties) if k == 1 else k_nearest(self, gs, ge, k, ties)
 
     def covered(self, start, end, chrom=None, workers: int = 1) -> np.ndarray:
         """Bases of each (widened) query interval covered by at least one data interval, int64.

@@ -175,7 +175,7 @@ def _nullable(dtype):
     return f"{'U' if dtype.kind == 'u' else ''}Int{dtype.itemsize * 8}"
 
 
-def closest(query, data, ties: str = "all", return_index: bool = False, workers: int = 1) -> pd.DataFrame:
+def closest(query, data, ties: str = "all", return_index: bool = False, workers: int = 1, k: int = 1) -> pd.DataFrame:
     """The nearest data intervals of each query row (`bedtools closest -d -t <ties>`): query columns,
     then data columns suffixed `_`, then `distance` (0 when they overlap, `b.start - a.end + 1` for b
     downstream, `a.start - b.end + 1` upstream: book-ended intervals are 1 apart, as bedtools counts).
@@ -189,11 +189,16 @@ def closest(query, data, ties: str = "all", return_index: bool = False, workers:
     and `index_` give the row positions of the query and of the data interval (-1 when there is
     none).  FormatError if a
     query column is named like a column closest adds (`distance`, suffixed data columns, `index`,
-    `index_` with `return_index`).  `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
+    `index_` with `return_index`).  `k` (`bedtools closest -k`): the k nearest data intervals of each
+    query, in distance order — with ties='all' every interval within the k-th smallest distance
+    (counted with multiplicity, so a query may get more than k rows), with 'first'/'last' one
+    interval for each of the k smallest distinct distances; all there are on a chromosome with
+    fewer.  ValueError for a `k` that is not a positive integer.
+    `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
     q, idx, a = _args(query, data, "closest", workers)
     _free(q, [f"{c}_" for c in idx.frame.columns] + ["distance"] + (["index", "index_"] if return_index else []),
           "closest")
-    qi, dj, dist = idx.closest(*a, ties=ties, workers=workers)
+    qi, dj, dist = idx.closest(*a, ties=ties, workers=workers, k=k)
     missing = dj < 0
     left = q.iloc[qi].reset_index(drop=True)
     right = idx.frame.reset_index(drop=True)

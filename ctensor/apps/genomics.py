@@ -40,7 +40,12 @@ Threads.  Every operation that takes queries (all but `merge` and `depth`) accep
 least `workers.MIN_CHUNK` rows each), each chunk runs the compiled kernels on a thread of a
 `concurrent.futures.ThreadPoolExecutor` (the native code runs without the GIL), and the chunks'
 answers are concatenated in query order (reading the query and building the output DataFrame
-stay on the calling thread).  The result is identical to `workers=1`: the same rows, order,
+stay on the calling thread).
+
+Dask.  Every function accepts a `dask.dataframe` for its intervals (`ctensor.apps.genomics_dask`):
+query operations run per query partition against one index of the data broadcast to the workers,
+`merge` and `depth` per chromosome, `cluster`, `complement` and `jaccard` on the input computed
+into memory; the result is a Dask DataFrame whose `.compute()` equals the in-memory answer.  The result is identical to `workers=1`: the same rows, order,
 values, dtypes and columns.  A bad `workers` raises TypeError (not an int) or ValueError
 (0 or below -1).  The functions, and one `GenomeIndex`, may also be called from many threads at once.
 """
@@ -52,6 +57,7 @@ import pandas as pd
 from ..errors import FormatError
 from .bedio import read_intervals
 from .genome_index import EINSUMS, GenomeIndex
+from .genomics_dask import per_chromosome, queries
 from .genomics_ops import cluster, complement, jaccard, map, signal_stats, slop, window   # noqa: A004
 from .workers import check_workers
 
@@ -128,6 +134,7 @@ def _free(q, names, op):
         raise FormatError(f"query: column {taken[0]!r} is a column {op} adds to its output; rename it")
 
 
+@queries()
 def count_overlaps(query, data, workers: int = 1) -> pd.DataFrame:
     """Query rows (original index) with a `count` column (int64, replacing a query column of that
     name, as `DataFrame.assign`): data intervals overlapping each (`bedtools intersect -c`).
@@ -136,6 +143,7 @@ def count_overlaps(query, data, workers: int = 1) -> pd.DataFrame:
     return q.assign(count=idx.count_overlaps(*a, workers=workers))
 
 
+@queries()
 def any_overlap(query, data, workers: int = 1) -> pd.DataFrame:
     """Query rows overlapping at least one data interval (`bedtools intersect -u`), original index.
     `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
@@ -143,6 +151,7 @@ def any_overlap(query, data, workers: int = 1) -> pd.DataFrame:
     return q[idx.count_overlaps(*a, workers=workers) > 0]
 
 
+@queries()
 def no_overlap(query, data, workers: int = 1) -> pd.DataFrame:
     """Query rows overlapping no data interval (`bedtools intersect -v`), original index.
     `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
@@ -150,6 +159,7 @@ def no_overlap(query, data, workers: int = 1) -> pd.DataFrame:
     return q[idx.count_overlaps(*a, workers=workers) == 0]
 
 
+@queries()
 def overlap(query, data, return_index: bool = False, workers: int = 1) -> pd.DataFrame:
     """Every overlapping pair (`bedtools intersect -wa -wb`): query columns, then data columns with
     suffix `_` (bioframe's convention).  With `return_index`, columns `index` and `index_` give the
@@ -175,6 +185,7 @@ def _nullable(dtype):
     return f"{'U' if dtype.kind == 'u' else ''}Int{dtype.itemsize * 8}"
 
 
+@queries()
 def closest(query, data, ties: str = "all", return_index: bool = False, workers: int = 1, k: int = 1) -> pd.DataFrame:
     """The nearest data intervals of each query row (`bedtools closest -d -t <ties>`): query columns,
     then data columns suffixed `_`, then `distance` (0 when they overlap, `b.start - a.end + 1` for b
@@ -215,6 +226,7 @@ def closest(query, data, ties: str = "all", return_index: bool = False, workers:
     return out
 
 
+@queries()
 def intersect(query, data, workers: int = 1) -> pd.DataFrame:
     """The overlapping piece of every overlapping pair (`bedtools intersect`): query rows with start
     and end replaced by the piece; a zero-length query keeps its own coordinates, as bedtools prints.
@@ -228,6 +240,7 @@ def intersect(query, data, workers: int = 1) -> pd.DataFrame:
     return out
 
 
+@queries()
 def coverage(query, data, workers: int = 1) -> pd.DataFrame:
     """`bedtools coverage -a query -b data`: query rows plus `count` (overlapping data intervals),
     `covered` (bases covered by their union), `length` (zero-length queries count 2, as bedtools
@@ -237,6 +250,7 @@ def coverage(query, data, workers: int = 1) -> pd.DataFrame:
     return q.assign(**idx.coverage(*a, workers=workers))
 
 
+@queries()
 def subtract(a, b, workers: int = 1) -> pd.DataFrame:
     """`bedtools subtract -a a -b b`: the pieces of each row of `a` that no interval of `b` covers,
     as rows of `a` with new start/end, in `a`'s order; rows wholly covered disappear.
@@ -249,6 +263,7 @@ def subtract(a, b, workers: int = 1) -> pd.DataFrame:
     return out
 
 
+@per_chromosome
 def merge(intervals) -> pd.DataFrame:
     """`bedtools merge`: the union of the intervals as maximal `chrom, start, end` runs (touching and
     overlapping intervals merge), sorted by chromosome name then start."""
@@ -256,6 +271,7 @@ def merge(intervals) -> pd.DataFrame:
     return pd.DataFrame({"chrom": chrom, "start": s, "end": e})
 
 
+@per_chromosome
 def depth(intervals) -> pd.DataFrame:
     """`bedtools genomecov -bg`: the depth of coverage as maximal runs `[start, end)` of constant
     non-zero depth (how many intervals cover each base, int64), sorted by chromosome name then

@@ -29,6 +29,7 @@ from ..errors import FormatError
 from .bedio import read_intervals
 from .genome_index import GenomeIndex
 from .genome_layout import SPAN, decode, widen
+from .genomics_dask import in_memory, queries
 from .genome_sets import cluster_ids, integral, map_values, shared_bases, signal_track, support, union_runs
 from .workers import check_workers, split_rows
 
@@ -60,6 +61,7 @@ def _numeric(frame: pd.DataFrame, column, name) -> np.ndarray:
     return v
 
 
+@queries()
 def map(query, data, column, ops="sum", workers: int = 1) -> pd.DataFrame:    # noqa: A001 (bedtools' name)
     """`bedtools map -a query -b data -c column -o ops`: for each query row, an aggregate of
     `data[column]` over the data intervals overlapping it (overlap as in `overlap`).
@@ -100,6 +102,7 @@ def map(query, data, column, ops="sum", workers: int = 1) -> pd.DataFrame:    # 
     return q.assign(**{f"{column}_{op}": cols[op] for op in names})
 
 
+@queries(build_index=False)
 def signal_stats(query, signal, column=None, workers: int = 1) -> pd.DataFrame:
     """The bigWig "stats" question over a bedGraph track, as UCSC `bigWigAverageOverBed` answers it:
     query rows plus `size` (bases, end - start), `covered` (bases inside the track's intervals),
@@ -139,6 +142,7 @@ def signal_stats(query, signal, column=None, workers: int = 1) -> pd.DataFrame:
                         mean=np.where(covered > 0, total / covered, np.nan))
 
 
+@in_memory
 def cluster(intervals, distance: int = 0) -> pd.DataFrame:
     """`bedtools cluster -d distance`: the rows of `intervals` (order and index kept) with a
     `cluster` column (int64, from 1): intervals that overlap, touch, or lie at most `distance`
@@ -196,6 +200,7 @@ def _on_genome(df: pd.DataFrame, sizes: pd.Series, name: str):
                           f"{df['chrom'].iloc[k]!r} {why}")
 
 
+@in_memory
 def complement(intervals, genome) -> pd.DataFrame:
     """`bedtools complement -i intervals -g genome`: the bases of each chromosome of `genome` that no
     interval covers, as `chrom, start, end` runs, chromosomes in the genome's order, then by start;
@@ -217,6 +222,7 @@ def complement(intervals, genome) -> pd.DataFrame:
     return pd.DataFrame({"chrom": names[qi[keep]], "start": ps[keep], "end": pe[keep]})
 
 
+@in_memory
 def jaccard(a, b) -> pd.DataFrame:
     """`bedtools jaccard -a a -b b`: one row of `intersection` (bases in both unions), `union`
     (bases in either), `jaccard` = intersection / union (float64; NaN for two empty sets) and
@@ -243,6 +249,7 @@ def jaccard(a, b) -> pd.DataFrame:
                          "jaccard": [inter / union if union else np.nan], "n_intersections": [n]})
 
 
+@queries()
 def window(query, data, w: int = 1000, left=None, right=None, workers: int = 1) -> pd.DataFrame:
     """`bedtools window -a query -b data -w w` (or `-l left -r right`): every pair of a query row
     and a data interval overlapping the query stretched by `left` bases before it (clipped at 0)
@@ -267,6 +274,7 @@ def window(query, data, w: int = 1000, left=None, right=None, workers: int = 1) 
     return pd.concat([q.iloc[qi].reset_index(drop=True), got], axis=1)
 
 
+@in_memory
 def slop(intervals, genome, both=None, left: int = 0, right: int = 0) -> pd.DataFrame:
     """`bedtools slop -b both` (or `-l left -r right`): each interval stretched by `left` bases
     before and `right` after, clipped to `[0, chromosome size]`; other columns, order and index

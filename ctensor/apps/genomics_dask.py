@@ -1,0 +1,96 @@
+"""Genomic operations past one machine: `dask.dataframe` inputs, run partition by partition on a
+Dask cluster (`distributed`, or any Dask scheduler), each partition by the same compiled kernels.
+
+Query operations (every `ctensor.apps.genomics` function that takes `query, data`) split the work
+by query rows: a query row's answer depends on it alone and on the whole data set, so the data
+index is built once (`GenomeIndex`, from the data computed into memory if it is a Dask frame) and
+broadcast to the workers as one task of the graph (each worker receives it once; its kernels come
+from the on-disk kernel cache there, or are compiled on first use), and every partition of the
+query runs the in-memory function against it.  The result is a Dask DataFrame with one partition
+per query partition, in the query's order; `.compute()` gives the in-memory answer's rows in the
+same order (row labels as each partition's in-memory answer gives them; `return_index` positions
+are global row positions of the query).
+
+Data-only operations (`merge`, `depth`) of a Dask frame run per chromosome: the intervals are
+shuffled so that each chromosome lies in one partition, each partition is answered in memory, and
+the runs come partition by partition (sorted within each; `.compute().sort_values(["chrom",
+"start"])` gives the in-memory order).  `cluster`, `complement` and `jaccard` number or measure
+across chromosomes: they compute a Dask input into memory first.
+
+dask and distributed are optional (the `dask` extra); nothing here imports them unless a Dask
+object is passed.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+
+def is_dask(obj) -> bool:
+    """Is `obj` a dask DataFrame (checked without importing dask)?"""
+    mod = type(obj).__module__ or ""
+    return mod.startswith(("dask.", "dask_expr")) and hasattr(obj, "map_partitions") and hasattr(obj, "npartitions")
+
+
+def _partition(part, fn, idx, args, kw, offsets, partition_info=None):
+    out = fn(part, idx, *args, **kw)
+    if offsets is not None and len(out):
+        k = partition_info["number"] if partition_info else 0
+        out["index"] = out["index"] + offsets[k]
+    return out
+
+
+def queries(build_index: bool = True):
+    """Decorator of a query operation `fn(query, data, *args, **kw)`: Dask inputs take the
+    partitioned path of the module docstring; others call `fn` as it is.  `build_index`: `data`
+    becomes a `GenomeIndex` built once (False for operations whose second argument is not a data
+    set to index, e.g. a signal track)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def op(query, data, *args, **kw):
+            if not (is_dask(query) or is_dask(data)):
+                return fn(query, data, *args, **kw)
+            if is_dask(data):
+                data = data.compute()
+            if build_index:
+                from .genome_index import GenomeIndex
+                data = data if isinstance(data, GenomeIndex) else GenomeIndex(data, ops=())
+            if not is_dask(query):
+                return fn(query, data, *args, **kw)
+            import dask
+            meta = fn(query._meta, data, *args, **kw)
+            offsets = None
+            if kw.get("return_index"):
+                lengths = query.map_partitions(len).compute()
+                offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths, np.int64))])
+            shared = dask.delayed(data, pure=True)
+            return query.map_partitions(_partition, fn, shared, args, kw, offsets, meta=meta,
+                                        align_dataframes=False)
+        return op
+    return wrap
+
+
+def per_chromosome(fn):
+    """Decorator of a data-only operation `fn(intervals)` (module docstring)."""
+    @functools.wraps(fn)
+    def op(intervals, *args, **kw):
+        if not is_dask(intervals):
+            return fn(intervals, *args, **kw)
+        meta = fn(intervals._meta, *args, **kw)
+        by_chrom = intervals.shuffle("chrom")
+        return by_chrom.map_partitions(lambda part: fn(part.reset_index(drop=True), *args, **kw), meta=meta)
+    return op
+
+
+def in_memory(fn):
+    """Decorator of an operation across chromosomes: Dask inputs are computed first."""
+    @functools.wraps(fn)
+    def op(*args, **kw):
+        args = tuple(a.compute() if is_dask(a) else a for a in args)
+        kw = {k: (v.compute() if is_dask(v) else v) for k, v in kw.items()}
+        return fn(*args, **kw)
+    return op
+
+
+__all__ = ["in_memory", "is_dask", "per_chromosome", "queries"]

@@ -1,0 +1,69 @@
+"""`ctensor.apps.genomics` on `dask.dataframe` inputs, run on a `distributed.LocalCluster` of 2
+worker processes: every operation's computed answer equals the in-memory one on the same data
+(the index pickled to the workers, its kernels loaded there)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ctensor.apps import genomics as g
+
+from .genomics_oracle import synthetic
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def frames():
+    q = synthetic(6000, (0, 2000), seed=21, chroms=("chr1", "chr2", "chr3"), size=3_000_000)
+    d = synthetic(5000, (1, 3000), seed=22, chroms=("chr1", "chr2", "chrX"), size=3_000_000)
+    d = d.assign(score=np.arange(len(d)) % 17)
+    return q, d
+
+
+def same(got, want):
+    got = got.compute() if hasattr(got, "compute") else got
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True), check_dtype=True)
+
+
+@pytest.mark.parametrize("op, kw", [("count_overlaps", {}), ("overlap", {"return_index": True}), ("any_overlap", {}),
+                                    ("no_overlap", {}), ("coverage", {}), ("intersect", {}), ("subtract", {}),
+                                    ("closest", {"return_index": True}), ("closest", {"k": 3, "ties": "first"}),
+                                    ("window", {"w": 500})])
+def test_query_operations_equal_in_memory(client, frames, op, kw):
+    q, d = frames
+    fn = getattr(g, op)
+    want = fn(q, d, **kw)
+    qd = dd.from_pandas(q, npartitions=3)
+    same(fn(qd, d, **kw), want)                                     # dask queries, in-memory data
+    same(fn(qd, dd.from_pandas(d, npartitions=2), **kw), want)      # both dask
+    same(fn(q, dd.from_pandas(d, npartitions=2), **kw), want)       # dask data only: in memory
+
+
+def test_map_and_signal_stats(client, frames):
+    q, d = frames
+    qd = dd.from_pandas(q, npartitions=4)
+    same(g.map(qd, d, "score", ["sum", "mean", "max"]), g.map(q, d, "score", ["sum", "mean", "max"]))
+    track = g.merge(d).assign(value=1.5)
+    same(g.signal_stats(qd, track), g.signal_stats(q, track))
+
+
+def test_data_only_operations(client, frames):
+    _, d = frames
+    ddf = dd.from_pandas(d, npartitions=3)
+    key = ["chrom", "start"]
+    same(g.merge(ddf).compute().sort_values(key), g.merge(d))
+    same(g.depth(ddf).compute().sort_values(key), g.depth(d))
+    same(g.cluster(ddf), g.cluster(d))
+    same(g.jaccard(ddf, dd.from_pandas(d.iloc[::2], npartitions=2)), g.jaccard(d, d.iloc[::2]))
+    sizes = {"chr1": 3_010_000, "chr2": 3_010_000, "chrX": 3_010_000}
+    same(g.complement(ddf, sizes), g.complement(d, sizes))

@@ -33,6 +33,11 @@ def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_
     e.g. to time them; the object cache still applies).  Options as `ct.compile`; `split_sums` and
     `merge_output` choose the variants `Kernel` runs as siblings; `split_dense`: a trailing dense
     contraction runs in BLAS (`dense_split`).  Raises as `ct.compile`."""
+    from .grid_offsets import rewrite
+    shifted = rewrite(text, kwargs)          # In[x + r] on a grid-binned mode -> In[a] (r = a - x)
+    if shifted is not None:
+        text, renamed = shifted
+        order = None if order is None else [renamed.get(i, i) for i in order]
     if split_dense:
         split = dense_split(text, kwargs, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
                             prove_guards=prove_guards, split_sums=split_sums, merge_output=merge_output,

@@ -1,0 +1,222 @@
+"""Point-cloud convolution (KPConv) and radius neighbours in 3-D, each one compiled einsum (`EINSUMS`).
+
+Source: the continuous tensor paper §7.4, Fig. 26-27 (KPConv, Thomas et al. 2019: rigid kernel,
+linear influence, sum aggregation).  The points are the pinpoint tensor `P[a, b, e, j]` under a
+uniform grid (`ct.points(..., grid=...)` levels: `UniformGrid` over x, y, z, then each cell's
+points), the queries `Q[i, x, y, z]` (one row per query), and for every query the compiled code
+visits only the grid cells the ball's bounding box `Ball[r, s, u]` overlaps, tests the
+closed ball `|p - q|² <= radius²`, and, for `kpconv`, weighs each neighbour's features by every
+kernel point k in reach (the index expression `sqrt(...)` evaluated on the pinpoints p, q, v of
+`KP[k, r + p, ...]`, paper Fig. 26(b)).  The paper's einsum, in 3-D, with the kernel points KP
+stored by point k and their weights W[k, c, m] as a factor of their own:
+
+    kpconv:  Out[i, m] = Q[i, x, y, z] * P[x + r, y + s, z + u, j] * Ball[r, s, u] * (r*r + s*s + u*u <= R2)
+                         * F[j, c] * KP[k, r + p, s + q, u + v] * max(0, 1 - sqrt(p*p + q*q + v*v) / sigma)
+                         * W[k, c, m] * d(x, y, z, r, s, u, j, c, p, q, v, k; counting, ...)
+
+`Ball[r, s, u] * (r*r + ... <= R2)` is the paper's Circle1 (a box the grid can prune by, and the
+exact test).  The compiler reads the grid-binned P at the neighbour's coordinate rather than at an
+offset (`ctensor.driver.grid_offsets`: r -> a - x, the same sum).  The trailing dense factor `W[k, c, m]` is a
+channel contraction the compiler hands to BLAS (`ctensor.driver.dense_split`): the compiled kernel
+builds `A[i, k, c]` (the weighted neighbour features), numpy's matrix product does
+`A.reshape(n, K*C_in) @ W.reshape(K*C_in, C_out)`.  Queries run in blocks of rows so that A stays
+small (`BLOCK_VALUES`).
+
+Units: the coordinates, `radius` and `sigma` in one unit of length (any); kernel points are offsets
+from the query in that unit.  Closedness: a point at distance exactly `radius` is a neighbour
+(closed ball, distance compared squared: `dx*dx + dy*dy + dz*dz <= radius*radius` in float64, as
+scipy's cKDTree does); a kernel point at distance exactly `sigma` has influence 0.
+Errors: FormatError (wrong shapes, NaN/inf coordinates or values, negative/NaN radius or sigma,
+sigma = 0, rows of features not matching points), TypeError (non-numeric arrays or scalars, a bad
+`workers`), each naming the argument and its first offending element.
+Threads: calls may run in many threads at once (kernels are compiled once under a lock and hold no
+buffers between calls); `workers=` splits the queries into contiguous chunks run on threads, with
+results identical to `workers=1`.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from ..formats.constructors import grid_order, grid_point_levels
+from ..formats.dense import Dense
+from ..formats.element import Element, Pattern
+from ..formats.grid_edges import grid_cells, grid_edges
+from ..formats.sparse_interval import SparseInterval
+from ..formats.sparse_list import SparseList
+from ..formats.sparse_point import SparsePoint
+from ..formats.tensor import Tensor
+from ..driver.dense_split import dense_array
+from .pointcloud_input import coords_arg, layer_args, length_arg
+from .workers import check_workers, chunks, compiled, map_chunks
+
+__all__ = ["EINSUMS", "ORDERS", "kpconv", "radius_neighbors"]
+
+_BALL = ("Q[i, x, y, z] * P[x + r, y + s, z + u, j] * Ball[r, s, u] * (r*r + s*s + u*u <= R2)")
+EINSUMS = {
+    "kpconv": "Out[i, m] = " + _BALL + " * F[j, c] * KP[k, r + p, s + q, u + v]"
+              " * max(0, 1 - sqrt(p*p + q*q + v*v) / sigma) * W[k, c, m]"
+              " * d(x, y, z, r, s, u, j, c, p, q, v, k; " + ", ".join(["counting"] * 12) + ")",
+    "neighbors": "Out[i, j] = " + _BALL + " * d(x, y, z, r, s, u; " + ", ".join(["counting"] * 6) + ")",
+}
+# queries outermost (one output row at a time), then the neighbour, then the kernel points; the
+# channel loop innermost (contiguous in F and in the output)
+ORDERS = {
+    "kpconv": ("i", "x", "y", "z", "r", "s", "u", "j", "k", "p", "q", "v", "c", "m"),
+    "neighbors": ("i", "x", "y", "z", "r", "s", "u", "j"),
+}
+
+CELL_RADII = 1.0        # grid cell side in radii (a query's box then overlaps 2-3 cells per axis)
+BLOCK_VALUES = 1 << 21  # rows of queries per kernel call: A[rows, K, C_in] holds at most this many values
+_KERNELS: dict = {}     # name -> Kernel (compiled once per format; `workers.compiled` locks)
+_LOCK = threading.Lock()
+
+
+class Cloud:
+    """Points under a uniform grid of cells about `radius` wide: `tensor` P[a, b, e, j] whose ids j
+    are ranks in the grid layout, `perm[rank]` the row of the point in the input."""
+
+    def __init__(self, pts: np.ndarray, radius: float):
+        n = len(pts)
+        span = pts.max(0) - pts.min(0) if n else np.ones(3)
+        cell = max(radius * CELL_RADII, 1e-300)
+        shape = [int(min(max(1, s / cell), max(1, n))) if math.isfinite(s / cell) else 1 for s in span]
+        while np.prod(shape, dtype=np.float64) > max(n, 1):        # never more cells than points
+            shape = [max(1, s // 2) for s in shape]
+        self.edges = grid_edges(pts, tuple(shape)) if n else [np.array([0.0, 1.0])] * 3
+        cells = grid_cells(pts, self.edges) if n else np.zeros(0, np.int64)
+        order = grid_order(pts, cells) if n else np.zeros(0, np.int64)
+        self.perm = order
+        self.tensor = Tensor(grid_point_levels(pts[order], np.arange(n, dtype=np.int64), n, cells[order], self.edges),
+                             name="points", owned=True)
+        self.n = n
+
+    def query_order(self, q: np.ndarray) -> np.ndarray:
+        """Queries sorted by grid cell (neighbouring queries read neighbouring points); queries
+        outside the grid count in its end cells (`grid_cells` takes points inside it only)."""
+        cell = np.zeros(len(q), np.int64)
+        for k, e in enumerate(self.edges):
+            ck = np.clip(np.searchsorted(e, q[:, k], side="right") - 1, 0, len(e) - 2)
+            cell = cell * (len(e) - 1) + ck
+        return np.argsort(cell, kind="stable")
+
+
+def _queries(q: np.ndarray) -> Tensor:
+    """Q[i, x, y, z]: one pinpoint per row."""
+    z = SparsePoint(Pattern(), np.ascontiguousarray(q[:, 2]))
+    y = SparsePoint(z, np.ascontiguousarray(q[:, 1]))
+    return Tensor(Dense(SparsePoint(y, np.ascontiguousarray(q[:, 0])), len(q)), name="queries")
+
+
+def _kernel_points(kps: np.ndarray) -> Tensor:
+    """KP[k, p, q, v]: kernel point k at offset (p, q, v) from the query."""
+    return _queries(kps)
+
+
+def _ball(radius: float) -> Tensor:
+    """The bounding box of the closed ball, a little wider (four ulps of the radius and 1e-12 of it)
+    so that rounding in the offset never cuts off a point the exact distance test accepts."""
+    h = radius * (1 + 1e-12)
+    for _ in range(4):
+        h = math.nextafter(h, math.inf)
+    lo = SparseInterval(Pattern(), np.array([-h]), np.array([h]), "both")
+    mid = SparseInterval(lo, np.array([-h]), np.array([h]), "both")
+    return Tensor(SparseInterval(mid, np.array([-h]), np.array([h]), "both"), name="ball")
+
+
+def _dense(a: np.ndarray, name: str) -> Tensor:
+    level = Element(0.0, val=np.ascontiguousarray(a, np.float64).reshape(-1))
+    for n in reversed(a.shape):
+        level = Dense(level, n)
+    return Tensor(level, name=name)
+
+
+def kpconv(points, features, kernel_points, weights, radius, sigma, queries=None, workers: int = 1) -> np.ndarray:
+    """One KPConv layer (rigid kernel, linear influence, sum aggregation; paper §7.4, Fig. 26).
+
+    out[i] = sum over points j with |p_j - q_i| <= radius, kernel points k:
+                 max(0, 1 - |p_j - q_i - kp_k| / sigma) * features[j] @ weights[k]
+
+    Parameters
+    ----------
+    points : (N, 3) float array — the cloud's coordinates.
+    features : (N, C_in) float array — one feature row per point.
+    kernel_points : (K, 3) float array — kernel point offsets relative to the query.
+    weights : (K, C_in, C_out) float array.
+    radius : float >= 0 — neighbours are the points in the closed ball of this radius.
+    sigma : float > 0 — kernel point influence distance.
+    queries : (n_queries, 3) float array, or None for every point (`points`).
+    workers : threads the queries are split over (a positive int, or -1 for every core).
+
+    Returns (n_queries, C_out) ndarray, float32 when `features` and `weights` are both float32, else
+    float64 (computed in float64 either way).  Errors: see the module docstring.
+    """
+    workers = check_workers(workers)
+    pts, feats, kps, w, r, s, q, dtype = layer_args(points, features, kernel_points, weights, radius, sigma, queries)
+    nq, cout = len(q), w.shape[2]
+    if nq == 0 or len(pts) == 0 or len(kps) == 0 or cout == 0 or feats.shape[1] == 0:
+        return np.zeros((nq, cout), dtype)
+    cloud = Cloud(pts, r)
+    fixed = dict(P=cloud.tensor, Ball=_ball(r), F=_dense(feats[cloud.perm], "features"),
+                 KP=_kernel_points(kps), W=_dense(w, "weights"), R2=r * r, sigma=s)
+    order = cloud.query_order(q)
+    qs = q[order]
+    rows = max(64, BLOCK_VALUES // max(1, len(kps) * feats.shape[1]))
+    out = np.empty((nq, cout), dtype)
+
+    def run(lo, hi):
+        for a in range(lo, hi, rows):
+            b = min(a + rows, hi)
+            args = dict(fixed, Q=_queries(qs[a:b]))
+            k = compiled(_KERNELS, "kpconv", EINSUMS["kpconv"], args, order=ORDERS["kpconv"])
+            out[order[a:b]] = dense_array(k(**args), "kpconv output")
+        return None
+
+    # chunks write disjoint rows of `out`: the result does not depend on the split
+    map_chunks(run, nq, workers)
+    return out
+
+
+def radius_neighbors(points, queries, radius, workers: int = 1):
+    """The points within distance `radius` of each query (closed ball), as CSR pairs.
+
+    Parameters
+    ----------
+    points : (N, 3) float array.  queries : (n_queries, 3) float array.  radius : float >= 0, in
+    the coordinates' unit.  workers : threads the queries are split over.
+
+    Returns (indptr, indices): indptr int64 (n_queries + 1,), indices int64 (indptr[-1],); the
+    neighbours of query i are indices[indptr[i]:indptr[i + 1]], rows of `points`, sorted increasing.
+    Distance compared squared in float64 (`dx*dx + dy*dy + dz*dz <= radius*radius`), as scipy's
+    cKDTree.query_ball_point.  Errors: FormatError (shapes, NaN/inf, negative radius), TypeError.
+    """
+    workers = check_workers(workers)
+    pts = coords_arg(points, "points")
+    q = coords_arg(queries, "queries")
+    r = length_arg(radius, "radius")
+    nq = len(q)
+    if nq == 0 or len(pts) == 0:
+        return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
+    cloud = Cloud(pts, r)
+    fixed = dict(P=cloud.tensor, Ball=_ball(r), R2=r * r)
+
+    def run(lo, hi):
+        args = dict(fixed, Q=_queries(q[lo:hi]))
+        k = compiled(_KERNELS, "neighbors", EINSUMS["neighbors"], args, order=ORDERS["neighbors"],
+                     semiring="or", out=Dense(SparseList(Pattern(), shape=cloud.n)))
+        fibers = k(**args).levels()[1]
+        counts = np.diff(fibers.ptr)[: hi - lo]
+        ids = cloud.perm[fibers.idx[: int(fibers.ptr[hi - lo])]].astype(np.int64)
+        # sort each row's ids: one stable sort of the key row * n + id (rows already in order)
+        row = np.repeat(np.arange(hi - lo, dtype=np.int64), counts)
+        key = row * cloud.n + ids
+        key.sort(kind="stable")
+        return counts, key - row * cloud.n
+
+    parts = map_chunks(run, nq, workers)
+    counts = np.concatenate([p[0] for p in parts])
+    indptr = np.zeros(nq + 1, np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr, np.concatenate([p[1] for p in parts]).astype(np.int64)

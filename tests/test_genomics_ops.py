@@ -308,3 +308,22 @@ def test_property_closest_k_against_bedtools(qrows, drows, k, ties):
     q, d = bed(qrows), bed(drows)
     if len(q) and len(d):
         check_closest_k(q, d, k, ties)
+
+
+# ------------------------------------------------------------------------------------ unsorted queries
+@pytest.mark.parametrize("op, kw", [("count_overlaps", {}), ("overlap", {"return_index": True}), ("coverage", {}),
+                                    ("intersect", {}), ("subtract", {}), ("closest", {"return_index": True}),
+                                    ("closest", {"k": 4}), ("map", {"column": "score", "ops": ["sum", "max"]})])
+def test_unsorted_queries_run_sorted_give_the_same_rows(op, kw, monkeypatch):
+    """Queries out of start order run sorted (`workers.split_rows(order_by=)`) and come back in
+    their order: the same frame as running them as given, with and without workers."""
+    from ctensor.apps import workers
+    q = synthetic(3000, (0, 500), seed=31, chroms=("chr1", "chr2"), size=200_000)     # unsorted
+    d = scored(synthetic(2000, (1, 800), seed=32, chroms=("chr1", "chr2"), size=200_000), 3)
+    fn = getattr(g, op)
+    monkeypatch.setattr(workers, "SORT_AT", 10**9)
+    want = fn(q, d, **kw)
+    monkeypatch.setattr(workers, "SORT_AT", 1)
+    pd.testing.assert_frame_equal(fn(q, d, **kw), want)
+    monkeypatch.setattr(workers, "MIN_CHUNK", 100)
+    pd.testing.assert_frame_equal(fn(q, d, workers=3, **kw), want)

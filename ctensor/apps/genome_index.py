@@ -208,7 +208,8 @@ class GenomeIndex:
         """Number of data intervals overlapping each query (`bedtools intersect -c`), int64 (n,).
         `workers`: threads the queries are split over (contiguous chunks, same result)."""
         check_workers(workers)
-        return split_rows(self._count, workers, self.genome(chrom, start, end)[:2])
+        gs, ge, _ = self.genome(chrom, start, end)
+        return split_rows(self._count, workers, (gs, ge), order_by=gs)
 
     def _ninf(self, n):
         """A read-only array of n -inf (the starts of prefix intervals), reused across calls and
@@ -295,7 +296,7 @@ class GenomeIndex:
         check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end)
         plan = self._pair_plan(gs, ge)
-        return split_rows(lambda s, e: self._overlap(s, e, plan), workers, (gs, ge), rows=(0,))
+        return split_rows(lambda s, e: self._overlap(s, e, plan), workers, (gs, ge), rows=(0,), order_by=gs)
 
     def _overlap(self, gs, ge, plan):
         out = Dense(SparseList(Pattern(), real=False))
@@ -311,7 +312,7 @@ class GenomeIndex:
         check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end)
         plan = self._pair_plan(gs, ge)
-        return split_rows(lambda s, e: self._intersect(s, e, plan), workers, (gs, ge), rows=(0,))
+        return split_rows(lambda s, e: self._intersect(s, e, plan), workers, (gs, ge), rows=(0,), order_by=gs)
 
     def _intersect(self, gs, ge, plan):
         out = Dense(SparseList(SparseRunList(Pattern()), real=False))
@@ -343,7 +344,7 @@ class GenomeIndex:
             raise ValueError(f"k: expected a positive integer, got {k!r}")
         check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end)
-        return split_rows(lambda s, e: self._closest(s, e, ties, k), workers, (gs, ge), rows=(0,))
+        return split_rows(lambda s, e: self._closest(s, e, ties, k), workers, (gs, ge), rows=(0,), order_by=gs)
 
     def _closest(self, gs, ge, ties, k=1):
         return nearest(self, gs, ge, ties) if k == 1 else k_nearest(self, gs, ge, k, ties)
@@ -352,7 +353,8 @@ class GenomeIndex:
         """Bases of each (widened) query interval covered by at least one data interval, int64.
         `workers`: threads the queries are split over (contiguous chunks, same result)."""
         check_workers(workers)
-        return split_rows(self._covered, workers, self.genome(chrom, start, end)[:2])
+        gs, ge, _ = self.genome(chrom, start, end)
+        return split_rows(self._covered, workers, (gs, ge), order_by=gs)
 
     def _covered(self, gs, ge):
         B = self._run("covered", Q=interval_tensor(gs, ge, "left"), Depth=self.Depth)
@@ -364,7 +366,8 @@ class GenomeIndex:
         `workers`: threads the queries are split over (contiguous chunks, same result)."""
         check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end)
-        count, covered = split_rows(lambda s, e: (self._count(s, e), self._covered(s, e)), workers, (gs, ge))
+        count, covered = split_rows(lambda s, e: (self._count(s, e), self._covered(s, e)), workers, (gs, ge),
+                                    order_by=gs)
         length = (ge - gs).astype(np.int64)           # widened lengths; exact in float64
         return {"count": count, "covered": covered, "length": length, "fraction": covered / length}
 
@@ -376,7 +379,7 @@ class GenomeIndex:
         check_workers(workers)
         gs, ge, zero = self.genome(chrom, start, end)
         st, en = np.asarray(start, np.int64), np.asarray(end, np.int64)
-        return split_rows(self._subtract, workers, (gs, ge, zero, st, en), rows=(0,))
+        return split_rows(self._subtract, workers, (gs, ge, zero, st, en), rows=(0,), order_by=gs)
 
     def _subtract(self, gs, ge, zero, st, en):
         out = Dense(SparseRunList(Pattern()))

@@ -253,10 +253,11 @@ def query_axis(chroms, chrom, start, end):
         k = int(np.flatnonzero(end < start)[0])
         raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) ends before it starts")
     if chrom is not None and not isinstance(chrom, str):
-        chrom = np.asarray(chrom, dtype=object)
-        if chrom.shape != start.shape:
+        if not isinstance(chrom, (pd.Series, pd.Index, pd.Categorical, pd.api.extensions.ExtensionArray)):
+            chrom = np.asarray(chrom, dtype=object)
+        if np.shape(chrom) != start.shape:
             raise FormatError(f"chrom: expected one name per query ({start.shape[0]}) or one str, "
-                              f"got shape {chrom.shape}")
+                              f"got shape {np.shape(chrom)}")
     s, e, zero = widen(start, end)
     if chrom is None:
         if len(chroms) > 1:
@@ -265,11 +266,15 @@ def query_axis(chroms, chrom, start, end):
     # absent from the data: an empty region after the last chromosome
     if isinstance(chrom, str):          # one name for every query: one lookup, not one per query
         codes = np.full(start.shape, chroms.index(chrom) if chrom in chroms else len(chroms), np.int64)
-    elif chrom.size <= SMALL_BATCH:     # a dict beats building two pandas indexes (~100 µs)
+    elif len(chrom) <= SMALL_BATCH:     # a dict beats pandas' hashing set-up (~100 µs)
         code = {name: k for k, name in enumerate(chroms)}
-        codes = np.fromiter((code.get(c, len(chroms)) for c in chrom), np.int64, chrom.size)
+        codes = np.fromiter((code.get(c, len(chroms)) for c in chrom), np.int64, len(chrom))
     else:
-        codes = pd.Index(chroms).get_indexer(chrom).astype(np.int64)
-        codes[codes < 0] = len(chroms)
+        # one hash pass over the names (factorize: ~6x faster than Index.get_indexer on objects),
+        # then the few distinct names looked up
+        local, names = pd.factorize(chrom)
+        code = {name: k for k, name in enumerate(chroms)}
+        lut = np.fromiter((code.get(str(c), len(chroms)) for c in names), np.int64, len(names))
+        codes = np.where(local < 0, len(chroms), lut[local] if len(names) else 0)     # NaN: no chromosome
     base = codes * SPAN
     return base + s, base + e, zero

@@ -124,7 +124,8 @@ def _args(query, data, op, workers):
     if isinstance(query, pd.DataFrame) and len(q) == len(query):
         q.index = query.index           # rows come in query order: the caller's labels stay valid
     idx = index(data, ops=(op,))
-    return q, idx, (q["start"].to_numpy(), q["end"].to_numpy(), q["chrom"].to_numpy(dtype=object))
+    # the chrom column as it is (query_axis factorizes it; a copy to objects costs more than that)
+    return q, idx, (q["start"].to_numpy(), q["end"].to_numpy(), q["chrom"])
 
 
 def _free(q, names, op):

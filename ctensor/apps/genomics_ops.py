@@ -45,7 +45,7 @@ def _query(query, idx, workers):
     q = read_intervals(query, "query")
     if isinstance(query, pd.DataFrame) and len(q) == len(query):
         q.index = query.index
-    return q, idx.genome(q["chrom"].to_numpy(dtype=object), q["start"].to_numpy(), q["end"].to_numpy())
+    return q, idx.genome(q["chrom"], q["start"].to_numpy(), q["end"].to_numpy())
 
 
 def _numeric(frame: pd.DataFrame, column, name) -> np.ndarray:
@@ -95,7 +95,7 @@ def map(query, data, column, ops="sum", workers: int = 1) -> pd.DataFrame:    # 
                 got[op] = map_values(idx, s, e, v, op)
         return tuple(got.get(op, n) for op in ("count", "sum", "min", "max"))
 
-    n, total, lo, hi = split_rows(chunk, workers, (gs, ge))
+    n, total, lo, hi = split_rows(chunk, workers, (gs, ge), order_by=gs)
     none = n == 0
     cols = {"count": n, "sum": np.where(none, np.nan, total), "min": np.where(none, np.nan, lo),
             "max": np.where(none, np.nan, hi), "mean": np.where(none, np.nan, total / np.maximum(n, 1))}
@@ -133,7 +133,8 @@ def signal_stats(query, signal, column=None, workers: int = 1) -> pd.DataFrame:
     if taken:
         raise FormatError(f"query: column {taken[0]!r} is a column signal_stats adds; rename it")
     st, en = q["start"].to_numpy(np.int64), q["end"].to_numpy(np.int64)
-    total, covered = split_rows(lambda s, e: (integral(track, s, e), support(track, s, e)), workers, (gs, ge))
+    total, covered = split_rows(lambda s, e: (integral(track, s, e), support(track, s, e)), workers, (gs, ge),
+                                order_by=gs)
     total, covered = np.where(zero, 0.0, total), np.where(zero, 0, covered)     # widened only to run
     size = en - st
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..runtime.api import compile as ct_compile
 
-__all__ = ["COMPILE_LOCK", "MIN_CHUNK", "check_workers", "chunks", "compiled", "map_chunks", "split_rows"]
+__all__ = ["COMPILE_LOCK", "MIN_CHUNK", "SORT_AT", "check_workers", "chunks", "compiled", "in_order", "map_chunks",
+           "split_rows"]
 
 # fewer queries than this per chunk are not split further: a chunk's fixed cost (tensor
 # construction, argument packing, output rebuild: ~50-100 µs) would outweigh the native work
@@ -74,20 +75,63 @@ def map_chunks(fn, n: int, workers: int) -> list:
         return [first] + [f.result() for f in futures]
 
 
-def split_rows(fn, workers: int, arrays, rows=()):
+def split_rows(fn, workers: int, arrays, rows=(), order_by=None):
     """`fn(*arrays)` computed by chunks of rows: `fn` is called on the slices [lo:hi] of every array
     in `arrays` (one entry per query row) and returns an array or a tuple of arrays; the chunks'
     results are concatenated in row order, after adding lo to the outputs at positions `rows` of the
-    tuple (row numbers within the chunk become row numbers within the batch)."""
+    tuple (row numbers within the chunk become row numbers within the batch).
+
+    `order_by` (one value per row, e.g. the query starts): rows out of that order are run sorted by
+    it and the results put back in row order (`in_order`), so the kernels' searches move forward
+    through the index instead of jumping across it per query (the continuous paper §7.2: a finger
+    search costs the distance it moves).  Without `rows`, every output holds one entry per row;
+    with `rows`, the outputs are pair lists grouped by row (the entry at `rows[0]`, ascending)."""
+    perm = None
+    if order_by is not None and len(order_by) >= SORT_AT and not bool((order_by[1:] >= order_by[:-1]).all()):
+        perm = np.argsort(order_by, kind="stable")
+        arrays = tuple(a[perm] for a in arrays)
     n = len(arrays[0])
     parts = map_chunks(lambda lo, hi: fn(*(a[lo:hi] for a in arrays)), n, check_workers(workers))
     if len(parts) == 1:
-        return parts[0]
-    if not isinstance(parts[0], tuple):
-        return np.concatenate(parts)
-    los = [lo for lo, _ in chunks(n, check_workers(workers))]
-    return tuple(np.concatenate([p[k] + lo if k in rows else p[k] for p, lo in zip(parts, los)])
-                 for k in range(len(parts[0])))
+        out = parts[0]
+    elif not isinstance(parts[0], tuple):
+        out = np.concatenate(parts)
+    else:
+        los = [lo for lo, _ in chunks(n, check_workers(workers))]
+        out = tuple(np.concatenate([p[k] + lo if k in rows else p[k] for p, lo in zip(parts, los)])
+                    for k in range(len(parts[0])))
+    return out if perm is None else in_order(out, perm, rows)
+
+
+SORT_AT = 1024          # fewer rows than this run in the order given (the index stays in cache)
+
+
+def in_order(out, perm, rows=()):
+    """The outputs of rows taken in the order `perm` (row k of the run is row perm[k]) put back
+    in row order: per-row outputs scattered, pair lists (grouped by the run's row at `rows[0]`)
+    moved block by block to their row's place, in O(entries)."""
+    n = len(perm)
+    if not rows:
+        def back(a):
+            b = np.empty_like(a)
+            b[perm] = a
+            return b
+        return tuple(back(a) for a in out) if isinstance(out, tuple) else back(out)
+    r = rows[0]
+    q = out[r]
+    cnt = np.bincount(q, minlength=n)                  # entries per run row
+    ptr = np.concatenate([[0], np.cumsum(cnt)])
+    cnt_o = np.empty(n, np.int64)
+    cnt_o[perm] = cnt                                  # entries per original row
+    ptr_o = np.concatenate([[0], np.cumsum(cnt_o)])
+    orig = perm[q]
+    dest = ptr_o[orig] + (np.arange(len(q)) - ptr[q])
+    moved = []
+    for k, a in enumerate(out):
+        b = np.empty_like(a)
+        b[dest] = orig if k == r else a
+        moved.append(b)
+    return tuple(moved)
 
 
 def compiled(kernels: dict, key, text: str, tensors: dict, **options):

@@ -214,6 +214,10 @@ def simplify_expr(node, keep=frozenset()):
 
 
 def _simplify_call(op, args, keep):
+    if op == "wmul" and isinstance(args[1], Lit) and args[1].value is not MISSING and args[1].value == 0:
+        # a measure weight times a zero value is 0 whatever the weight (0·∞ = 0, `ops._call`): the
+        # collapse of a fill region is then a no-op assignment, dropped (not a loop of `x += 0`)
+        return _cut(Lit(0.0), args, keep)
     if op == MAYBE:
         c, v = args
         if _maybe(c):                # a presence that may be missing: present where it is, and true

@@ -98,13 +98,19 @@ def _grid(grid) -> VoxelGrid:
     return grid
 
 
+def _point_tensor(pts: np.ndarray) -> Tensor:
+    """P[m, u, v, w]: point m at (u, v, w) — Dense over the ids, one pinpoint per axis below (the
+    points stay in their order: no sort, and the output is written row after row)."""
+    lv = SparsePoint(SparsePoint(SparsePoint(Pattern(), pts[:, 2].copy()), pts[:, 1].copy()), pts[:, 0].copy())
+    return Tensor(Dense(lv, len(pts)), name="P")
+
+
 def _interpolate(grid: VoxelGrid, pts: np.ndarray) -> np.ndarray:
     """The INTERPOLATE einsum on checked (M, 3) float64 points -> (M, C) float64."""
     m = len(pts)
     if m == 0:
         return np.zeros((0, grid.channels))
-    lv = SparsePoint(SparsePoint(SparsePoint(Pattern(), pts[:, 2].copy()), pts[:, 1].copy()), pts[:, 0].copy())
-    args = dict(P=Tensor(Dense(lv, m), name="P"), Grid=grid.tensor, Box=_BOX)
+    args = dict(P=_point_tensor(pts), Grid=grid.tensor, Box=_BOX)
     k = compiled(_KERNELS, grid.tensor.level.format_key(), INTERPOLATE, args)
     out = k(**args)
     return out.levels()[-1].val.reshape(m, grid.channels)

@@ -1,0 +1,42 @@
+"""Markdown table from a bench_graphics.py run: per tier, each implementation's median in ms, and the
+ratios the issue asks for — ctensor against the numba sparse index-grid kernel (target <= 1.2x) and
+PyTorch's fastest CPU path against ctensor (target >= 10x) — plus the compile time.
+
+    python benchmarks/graphics_report.py graphics.json
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+
+
+def main(path):
+    with open(path) as f:
+        data = json.load(f)
+    rows, info, compile_s = defaultdict(dict), {}, None
+    for b in data["benchmarks"]:
+        if b["group"] == "compile":
+            compile_s = b["stats"]["median"]
+            continue
+        rows[b["group"]][b["params"]["impl"]] = b["stats"]["median"] * 1e3
+        info[b["group"]] = b.get("extra_info") or {}
+    impls = ["ctensor", "numba_sparse", "numba_dense", "torch_gather", "torch_grid_sample"]
+    print("| tier | points x C | " + " | ".join(f"{i} (ms)" for i in impls)
+          + " | ctensor / numba sparse | fastest torch / ctensor |")
+    print("|---" * (len(impls) + 4) + "|")
+    for grp, r in rows.items():
+        ct = r.get("ctensor")
+        torch = [r[k] for k in ("torch_gather", "torch_grid_sample") if k in r]
+        ns = r.get("numba_sparse")
+        ratio = f"{ct / ns:.2f}x" if ct and ns else ""
+        speed = f"{min(torch) / ct:.1f}x" if ct and torch else ""
+        x = info[grp]
+        cells = " | ".join(f"{r[k]:.0f}" if k in r else "" for k in impls)
+        print(f"| {grp.split()[-1]} | {x.get('points', '')} x {x.get('channels', '')} | {cells} | {ratio} | {speed} |")
+    if compile_s is not None:
+        print(f"\ncold compile of the INTERPOLATE kernel: {compile_s * 1e3:.0f} ms (median)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "graphics.json")

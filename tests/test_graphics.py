@@ -39,7 +39,7 @@ def test_interpolate_matches_numpy_trilinear(dtype):
     assert (grid.shape, grid.channels, grid.dtype, grid.occupied) == (shape, 5, np.dtype(dtype), int(occ.sum()))
     pts = special_points(shape, rng)
     got = g.interpolate(grid, pts)
-    assert got.shape == (len(pts), 5) and got.dtype == np.float64
+    assert got.shape == (len(pts), 5) and got.dtype == dtype       # computed in float64, rounded once
     np.testing.assert_allclose(got, reference(V, occ, pts), atol=1e-5 if dtype == np.float32 else 1e-12)
 
 
@@ -54,6 +54,19 @@ def test_occupied_mask_and_memory():
     pts = special_points((6, 6, 6), rng, 200)
     np.testing.assert_allclose(g.interpolate(grid, pts), reference(V, occ, pts), atol=1e-5)
     assert g.interpolate(grid, np.zeros((0, 3))).shape == (0, 3)
+
+
+def test_chunks_and_remainder(monkeypatch):
+    """Points run through one packed call in chunks (coordinates rewritten in place) plus one for
+    the remainder: the same values as one chunk."""
+    rng = np.random.default_rng(15)
+    V = np.where(rng.random((7, 7, 7, 1)) < 0.5, rng.uniform(0, 1, (7, 7, 7, 3)), 0.0)
+    grid = g.voxel_grid(V)
+    pts = rng.uniform(-1, 8, (1003, 3))
+    one = g.interpolate(grid, pts)
+    monkeypatch.setattr(g, "_CHUNK_POINTS", 100)
+    assert np.array_equal(g.interpolate(grid, pts), one)
+    np.testing.assert_allclose(one, reference(V, (V != 0).any(-1), pts), atol=1e-12)
 
 
 def test_workers_and_threads_give_identical_results():

@@ -27,7 +27,7 @@ from ..errors import FormatError
 from ..formats import Dense, Element, Pattern, SparsePoint, Tensor, UnitCells, box
 from .graphics_input import channel, occupancy, per_ray, positive_int, real_array, voxel_values
 from .graphics_render import composite
-from .workers import check_workers, compiled, split_rows
+from .workers import check_workers, compiled, map_chunks
 
 __all__ = ["INTERPOLATE", "VoxelGrid", "interpolate", "render", "sample_rays", "voxel_grid"]
 
@@ -37,6 +37,7 @@ INTERPOLATE = ("Out[m, c] = P[m, u, v, w] * Grid[u + x, v + y, w + z, c] * Box[x
 _BOX = box([-0.5] * 3, [0.5] * 3, closed="left")      # read-only: shared by every call
 _KERNELS: dict = {}                                  # format key -> Kernel (`workers.compiled`)
 _CHUNK_SAMPLES = 1 << 18                             # samples per interpolation call in `render`
+_CHUNK_POINTS = 1 << 15                              # points per kernel call
 
 
 class VoxelGrid:
@@ -105,20 +106,42 @@ def _point_tensor(pts: np.ndarray) -> Tensor:
     return Tensor(Dense(lv, len(pts)), name="P")
 
 
-def _interpolate(grid: VoxelGrid, pts: np.ndarray) -> np.ndarray:
-    """The INTERPOLATE einsum on checked (M, 3) float64 points -> (M, C) float64."""
-    m = len(pts)
-    if m == 0:
-        return np.zeros((0, grid.channels))
-    args = dict(P=_point_tensor(pts), Grid=grid.tensor, Box=_BOX)
+def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray):
+    """The INTERPOLATE einsum on checked (M, 3) float64 points, written into out (M, C).
+
+    One kernel call per `_CHUNK_POINTS` points, through one packed call (`Kernel.pack`) whose
+    point coordinates are rewritten in place between runs and whose float64 output buffer is
+    reused: a few MiB that stay in cache, where one call for all points would first-touch
+    (page-fault), zero and then fill an (M, C) float64 buffer.  The buffers belong to this call."""
+    n, size = len(pts), max(1, min(_CHUNK_POINTS, len(pts)))
+    full = n - n % size
+    _run_chunks(grid, pts[:full], out[:full], size)
+    _run_chunks(grid, pts[full:], out[full:], n - full)
+
+
+def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int):
+    """Rows of pts (a multiple of `size` of them) in chunks of `size` points through one packed call."""
+    if len(pts) == 0:
+        return
+    args = dict(P=_point_tensor(pts[:size]), Grid=grid.tensor, Box=_BOX)
     k = compiled(_KERNELS, grid.tensor.level.format_key(), INTERPOLATE, args)
-    out = k(**args)
-    return out.levels()[-1].val.reshape(m, grid.channels)
+    coords = [lv.idx for lv in args["P"].levels()[1:4]]        # the u, v, w pinpoints, as packed
+    leaf = next(g for g in k.getters if g[0] == "grow" and g[2] == "val")[1]
+    call = k.pack(**args)
+    try:
+        for lo in range(0, len(pts), size):
+            if lo:
+                for a, col in enumerate(coords):
+                    col[:] = pts[lo:lo + size, a]
+            call.run()
+            out[lo:lo + size] = call.buffer(leaf, "val", size * grid.channels, np.float64).reshape(size, -1)
+    finally:
+        call.release()
 
 
 def interpolate(grid: VoxelGrid, points, *, workers: int = 1) -> np.ndarray:
     """Trilinear interpolation of `grid` at `points` (continuous paper §7.3, Fig. 25): the einsum
-    `INTERPOLATE`, one compiled kernel for all points.
+    `INTERPOLATE`, one compiled kernel for all points (called on chunks of 32,768).
 
     grid : VoxelGrid (`voxel_grid`).
     points : array (M, 3) of finite reals, in voxel coordinates (voxel (i, j, k) is centred at
@@ -128,13 +151,17 @@ def interpolate(grid: VoxelGrid, points, *, workers: int = 1) -> np.ndarray:
     workers : int — threads splitting the points (-1: every core); the result is identical to one
         thread's.
 
-    Returns an (M, C) float64 array (float32 grids are read exactly and summed in float64).
+    Returns an (M, C) array of the grid's dtype (float32 or float64): computed in float64 (a float32
+    grid's values are read exactly), rounded once to a float32 grid's dtype.
     Raises TypeError (grid not a VoxelGrid, non-numeric points, bad workers) or FormatError (points
     not (M, 3), or NaN/inf, naming the first offending element).
     """
     grid = _grid(grid)
     pts = real_array(points, "points", (None, 3))
-    return split_rows(lambda p: _interpolate(grid, p), check_workers(workers), (pts,))
+    out = np.empty((len(pts), grid.channels), grid.dtype)
+    # each worker fills its own rows of this call's output
+    map_chunks(lambda lo, hi: _interpolate_into(grid, pts[lo:hi], out[lo:hi]), len(pts), check_workers(workers))
+    return out
 
 
 def sample_rays(origins, directions, near, far, n_samples: int):

@@ -218,7 +218,7 @@ def grid_tensor(gs: np.ndarray, ge: np.ndarray, w: int) -> Tensor:
 
 BUILD = {  # index tensor name -> build(starts sorted, ends in start order), genome axis
     "S": lambda gs, ge: sorted_points(gs),
-    "E": lambda gs, ge: sorted_points(np.sort(ge)),
+    "E": lambda gs, ge: sorted_points(ge if bool((ge[1:] >= ge[:-1]).all()) else np.sort(ge)),
     "D": lambda gs, ge: interval_tensor(gs, ge, "left"),
     "End": lambda gs, ge: values(ge, "End"),
     "DS": lambda gs, ge: values(gs, "DS"),

@@ -268,7 +268,7 @@ def subtract(a, b, workers: int = 1) -> pd.DataFrame:
 def merge(intervals) -> pd.DataFrame:
     """`bedtools merge`: the union of the intervals as maximal `chrom, start, end` runs (touching and
     overlapping intervals merge), sorted by chromosome name then start."""
-    chrom, s, e = index(intervals, ops=("merge",)).merge()
+    chrom, s, e = index(intervals, ops=("merge",)).merge(frame=True)
     return pd.DataFrame({"chrom": chrom, "start": s, "end": e})
 
 

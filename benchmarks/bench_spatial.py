@@ -19,6 +19,8 @@ import pytest
 import shapely
 from numba import njit
 
+from scipy.spatial import cKDTree
+
 import ctensor.apps.spatial as sp
 
 SIZES = [10**6, 10**7]
@@ -40,6 +42,19 @@ def ctensor_index(n):
 @cache
 def strtree(n):
     return shapely.STRtree(shapely.points(points(n)))
+
+
+@cache
+def ckdtree(n):
+    return cKDTree(points(n))
+
+
+def ball_pairs(lists) -> np.ndarray:
+    """cKDTree.query_ball_point's per-query id lists as int64 (2, k) pairs (query, id), sorted as
+    ctensor's batched answer (the conversion is part of what a user of cKDTree pays)."""
+    counts = np.fromiter((len(x) for x in lists), np.int64, len(lists))
+    ids = np.fromiter((i for x in lists for i in x), np.int64, int(counts.sum()))
+    return np.vstack([np.repeat(np.arange(len(lists), dtype=np.int64), counts), ids])
 
 
 # ---------------------------------------------------------------- numba reference: a uniform grid
@@ -132,6 +147,9 @@ RADIUS = {
     "shapely_dwithin": lambda n, c, r: strtree(n).query(shapely.Point(*c), predicate="dwithin", distance=r),
     "shapely_bbox_filter": _bbox_filter,
     "numba": numba_radius,
+    # closed ball as ctensor's; sorted ids (return_sorted) as ctensor's default path
+    "ckdtree": lambda n, c, r: np.asarray(ckdtree(n).query_ball_point(c, r, return_sorted=True), np.int64),
+    "ckdtree_unsorted": lambda n, c, r: np.asarray(ckdtree(n).query_ball_point(c, r, return_sorted=False), np.int64),
 }
 
 
@@ -162,10 +180,11 @@ def test_radius(benchmark, impl, n, r):
 
 
 @pytest.mark.parametrize("n", SIZES, ids=["N1e6", "N1e7"])
-@pytest.mark.parametrize("impl", ["ctensor", "shapely"])
+@pytest.mark.parametrize("impl", ["ctensor", "shapely", "ckdtree"])
 def test_build(benchmark, impl, n):
     xy = points(n)
-    f = (lambda: sp.index(xy)) if impl == "ctensor" else (lambda: shapely.STRtree(shapely.points(xy)))
+    f = {"ctensor": lambda: sp.index(xy), "shapely": lambda: shapely.STRtree(shapely.points(xy)),
+         "ckdtree": lambda: cKDTree(xy)}[impl]
     benchmark.group = f"build N{n:.0e}"
     benchmark.pedantic(f, rounds=3 if n < 10**7 else 1, iterations=1)
 
@@ -234,3 +253,32 @@ def test_box_outliers(benchmark, impl, kind):
     benchmark.group = f"box outliers {kind} N1e6 w1000"
     benchmark.extra_info["hits"] = int(len(want))
     benchmark(f)
+
+
+# ---------------------------------------------------------------- synthetic, batched: 10,000 radius queries
+@cache
+def centres(n):
+    return np.random.default_rng(1).uniform(0, 10_000, size=(10_000, 2))
+
+
+BATCH = {
+    "ctensor": lambda n, r: sp.radius_query(ctensor_index(n), centres(n), r),
+    "ctensor_workers2": lambda n, r: sp.radius_query(ctensor_index(n), centres(n), r, workers=2),
+    "shapely_dwithin": lambda n, r: strtree(n).query(shapely.points(centres(n)), predicate="dwithin", distance=r),
+    "ckdtree": lambda n, r: ball_pairs(ckdtree(n).query_ball_point(centres(n), r, return_sorted=True, workers=1)),
+    "ckdtree_workers2": lambda n, r: ball_pairs(ckdtree(n).query_ball_point(centres(n), r, return_sorted=True,
+                                                                            workers=2)),
+}
+
+
+@pytest.mark.parametrize("r", [50])
+@pytest.mark.parametrize("n", SIZES, ids=["N1e6", "N1e7"])
+@pytest.mark.parametrize("impl", list(BATCH))
+def test_radius_batched(benchmark, impl, n, r):
+    """10,000 radius queries at once, (2, k) pairs (query, id) sorted by query then id; cKDTree's
+    lists converted to the same pairs (workers=1 unless named)."""
+    want = _sorted_pairs(BATCH["shapely_dwithin"](n, r))
+    assert np.array_equal(_sorted_pairs(BATCH[impl](n, r)), want)
+    benchmark.group = f"radius x10000 N{n:.0e} r{r}"
+    benchmark.extra_info["hits"] = int(want.shape[1])
+    benchmark(BATCH[impl], n, r)

@@ -1,6 +1,8 @@
 """Markdown tables from a bench_spatial.py run: one row per benchmark group (query), one column per
 implementation with its median in µs, ctensor's speed-up over Shapely's fastest path (which returns ids in
-tree order), and over the peers that return sorted ids as ctensor's default path does.
+tree order), over the peers that return sorted ids as ctensor's default path does, and over scipy's
+cKDTree (radius only: it has no box query) in the same contract (sorted ids; unsorted against
+ctensor's `sort=False`).
 
     python benchmarks/spatial_report.py spatial.json
 """
@@ -25,8 +27,9 @@ def main(path):
             if k not in impls:
                 impls.append(k)
     print("| query | hits | " + " | ".join(impls)
-          + " | Shapely fastest / ctensor (sorted, unsorted) | sorted peers / ctensor (Shapely, numba) |")
-    print("|---" * (len(impls) + 4) + "|")
+          + " | Shapely fastest / ctensor (sorted, unsorted) | sorted peers / ctensor (Shapely, numba) "
+          "| cKDTree / ctensor (sorted; unsorted) |")
+    print("|---" * (len(impls) + 5) + "|")
     for g, r in rows.items():
         shp = [v for k, v in r.items() if "shapely" in k and not k.endswith("_sorted")]
         cts = [r.get(k) for k in ("ctensor", "ctensor_unsorted", "box ctensor", "radius ctensor")]
@@ -34,8 +37,13 @@ def main(path):
         ratio = ", ".join(f"{min(shp) / c:.2g}×" for c in cts) if shp and cts else ""
         same = [r.get(k) for k in ("shapely_query_sorted", "numba_sorted")]
         same = ", ".join(f"{v / r['ctensor']:.2g}×" for v in same if v) if "ctensor" in r else ""
+        kd = ""
+        if "ckdtree" in r and "ctensor" in r:
+            kd = f"{r['ckdtree'] / r['ctensor']:.2g}×"
+            if "ckdtree_unsorted" in r and "ctensor_unsorted" in r:
+                kd += f"; {r['ckdtree_unsorted'] / r['ctensor_unsorted']:.2g}×"
         cells = " | ".join(_fmt(r.get(k)) for k in impls)
-        print(f"| {g} | {hits[g]} | {cells} | {ratio} | {same} |")
+        print(f"| {g} | {hits[g]} | {cells} | {ratio} | {same} | {kd} |")
 
 
 def _fmt(v):

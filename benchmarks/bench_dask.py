@@ -1,0 +1,69 @@
+"""Genomics on Dask (issue 28 item 4): `count_overlaps` and `overlap` of the scale tier — N query
+and N data intervals over 5 chromosomes, unsorted, lengths uniform in [1, 1000] — in memory
+(one thread) and as Dask DataFrames on a `distributed.LocalCluster` of 1 and of 2 single-threaded
+worker processes, in the same run.  The Dask timings include building and broadcasting the data
+index (it is built once per call from the in-memory data), splitting the query into partitions
+and gathering the result (`.compute()`), as a user calls it.
+
+    python -m pytest benchmarks/bench_dask.py --benchmark-json=dask.json     # N = 2e6 by default
+    CTENSOR_DASK_N=500000 python -m pytest benchmarks/bench_dask.py ...
+    python benchmarks/dask_report.py dask.json
+
+Every Dask answer is checked against the in-memory one before timing.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ctensor.apps.genomics as g
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+N = int(os.environ.get("CTENSOR_DASK_N", 2_000_000))
+CHROMS = [f"chr{k}" for k in range(1, 6)]
+
+
+def scale_tier(seed):
+    rng = np.random.default_rng(seed)
+    start = rng.integers(0, 200_000_000, N)
+    return pd.DataFrame({"chrom": rng.choice(np.asarray(CHROMS, dtype=object), N), "start": start,
+                         "end": start + rng.integers(1, 1001, N)})
+
+
+@pytest.fixture(scope="module")
+def data():
+    return scale_tier(1), scale_tier(2)
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["1worker", "2workers"])
+def client(request):
+    with distributed.LocalCluster(n_workers=request.param, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def _run(op, q, d):
+    return getattr(g, op)(q, d)
+
+
+@pytest.mark.parametrize("op", ["count_overlaps", "overlap"])
+def test_in_memory(benchmark, op, data):
+    benchmark.group = f"{op} N={N:.0e}"
+    q, d = data
+    benchmark.pedantic(_run, args=(op, q, d), rounds=3, iterations=1)
+
+
+@pytest.mark.parametrize("op", ["count_overlaps", "overlap"])
+def test_dask(benchmark, op, data, client):
+    benchmark.group = f"{op} N={N:.0e}"
+    q, d = data
+    qd = dd.from_pandas(q, npartitions=8)
+    got = _run(op, qd, d).compute()
+    want = _run(op, q, d)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
+    benchmark.pedantic(lambda: _run(op, qd, d).compute(), rounds=3, iterations=1)

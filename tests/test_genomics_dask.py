@@ -67,3 +67,16 @@ def test_data_only_operations(client, frames):
     same(g.jaccard(ddf, dd.from_pandas(d.iloc[::2], npartitions=2)), g.jaccard(d, d.iloc[::2]))
     sizes = {"chr1": 3_010_000, "chr2": 3_010_000, "chrX": 3_010_000}
     same(g.complement(ddf, sizes), g.complement(d, sizes))
+
+
+def test_prebuilt_index_is_scattered_once(client, frames):
+    from ctensor.apps import genomics_dask
+    q, d = frames
+    idx = g.index(d)
+    qd = dd.from_pandas(q, npartitions=3)
+    first = g.count_overlaps(qd, idx).compute()
+    fut = genomics_dask._SCATTERED[idx][client.id]
+    second = g.overlap(qd, idx).compute()
+    assert genomics_dask._SCATTERED[idx][client.id] is fut           # reused, not sent again
+    same(first, g.count_overlaps(q, idx))
+    same(second, g.overlap(q, idx))

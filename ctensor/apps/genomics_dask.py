@@ -4,9 +4,11 @@ Dask cluster (`distributed`, or any Dask scheduler), each partition by the same 
 Query operations (every `ctensor.apps.genomics` function that takes `query, data`) split the work
 by query rows: a query row's answer depends on it alone and on the whole data set, so the data
 index is built once (`GenomeIndex`, from the data computed into memory if it is a Dask frame) and
-broadcast to the workers as one task of the graph (each worker receives it once; its kernels come
-from the on-disk kernel cache there, or are compiled on first use), and every partition of the
-query runs the in-memory function against it.  The result is a Dask DataFrame with one partition
+broadcast to the workers (under a `distributed` client: scattered to every worker once, and
+reused by later calls given the same `GenomeIndex` object — pass `g.index(data)` to query one
+data set many times; without one, as a task of the graph); its kernels come from the on-disk
+kernel cache there, or are compiled on first use; every partition of the query runs the
+in-memory function against it.  The result is a Dask DataFrame with one partition
 per query partition, in the query's order; `.compute()` gives the in-memory answer's rows in the
 same order (row labels as each partition's in-memory answer gives them; `return_index` positions
 are global row positions of the query).
@@ -23,6 +25,8 @@ object is passed.
 from __future__ import annotations
 
 import functools
+import threading
+import weakref
 
 import numpy as np
 
@@ -64,11 +68,34 @@ def queries(build_index: bool = True):
             if kw.get("return_index"):
                 lengths = query.map_partitions(len).compute()
                 offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths, np.int64))])
-            shared = dask.delayed(data, pure=True)
+            shared = _broadcast(data) if build_index else dask.delayed(data, pure=True)
             return query.map_partitions(_partition, fn, shared, args, kw, offsets, meta=meta,
                                         align_dataframes=False)
         return op
     return wrap
+
+
+_SCATTERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # index -> {client id: Future}
+_LOCK = threading.Lock()
+
+
+def _broadcast(idx):
+    """The index as an argument of the partitions' tasks: under a `distributed` client, a Future of
+    it scattered to every worker once per (index, client) and reused by later calls with the same
+    index object (so a prebuilt index crosses the network once); else a delayed object of it (sent
+    with each graph)."""
+    import dask
+    try:
+        from distributed import get_client
+        client = get_client()
+    except (ImportError, ValueError):
+        return dask.delayed(idx, pure=True)
+    with _LOCK:
+        futures = _SCATTERED.setdefault(idx, {})
+        fut = futures.get(client.id)
+        if fut is None or fut.status != "finished":
+            fut = futures[client.id] = client.scatter(idx, broadcast=True, hash=False)
+    return fut
 
 
 def per_chromosome(fn):

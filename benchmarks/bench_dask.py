@@ -3,7 +3,8 @@ and N data intervals over 5 chromosomes, unsorted, lengths uniform in [1, 1000] 
 (one thread) and as Dask DataFrames on a `distributed.LocalCluster` of 1 and of 2 single-threaded
 worker processes, in the same run.  The Dask timings include building and broadcasting the data
 index (it is built once per call from the in-memory data), splitting the query into partitions
-and gathering the result (`.compute()`), as a user calls it; the `prebuilt_index` variants pass
+(the query is read by the workers from 8 parquet files) and gathering the result (`.compute()`),
+as a user calls it; the `prebuilt_index` variants pass
 `g.index(data)` built once (scattered to the workers by the first call, then reused).
 
     python -m pytest benchmarks/bench_dask.py --benchmark-json=dask.json     # N = 2e6 by default
@@ -41,6 +42,17 @@ def data():
     return scale_tier(1), scale_tier(2)
 
 
+@pytest.fixture(scope="module")
+def query_files(data, tmp_path_factory):
+    """The query as 8 parquet files, read by the workers themselves (`dd.read_parquet`): on a
+    cluster the data lives in storage, not in the client's memory."""
+    path = tmp_path_factory.mktemp("queries")
+    q = data[0]
+    for k, part in enumerate(np.array_split(np.arange(len(q)), 8)):
+        q.iloc[part].to_parquet(path / f"part{k}.parquet")
+    return str(path)
+
+
 @pytest.fixture(scope="module", params=[1, 2], ids=["1worker", "2workers"])
 def client(request):
     with distributed.LocalCluster(n_workers=request.param, threads_per_worker=1, processes=True,
@@ -68,23 +80,23 @@ def test_in_memory_prebuilt_index(benchmark, op, data):
 
 
 @pytest.mark.parametrize("op", ["count_overlaps", "overlap"])
-def test_dask_prebuilt_index(benchmark, op, data, client):
+def test_dask_prebuilt_index(benchmark, op, data, client, query_files):
     """The data indexed once in the client (`g.index`), scattered to the workers by the first call
-    and reused: each timed call ships only the query partitions and the answers."""
+    and reused: each timed call reads the query partitions on the workers and gathers the answers."""
     benchmark.group = f"{op} N={N:.0e}"
     q, d = data
     idx = g.index(d)
-    qd = dd.from_pandas(q, npartitions=8)
+    qd = dd.read_parquet(query_files)
     pd.testing.assert_frame_equal(_run(op, qd, idx).compute().reset_index(drop=True),
                                   _run(op, q, idx).reset_index(drop=True))
     benchmark.pedantic(lambda: _run(op, qd, idx).compute(), rounds=3, iterations=1)
 
 
 @pytest.mark.parametrize("op", ["count_overlaps", "overlap"])
-def test_dask(benchmark, op, data, client):
+def test_dask(benchmark, op, data, client, query_files):
     benchmark.group = f"{op} N={N:.0e}"
     q, d = data
-    qd = dd.from_pandas(q, npartitions=8)
+    qd = dd.read_parquet(query_files)
     got = _run(op, qd, d).compute()
     want = _run(op, q, d)
     pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))

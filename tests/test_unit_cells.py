@@ -124,3 +124,12 @@ def test_float32_values_are_read_widened():
     with pytest.raises(ct.InvalidProgramError, match="float32 Element is an input format"):
         ct.einsum("O[i] = A[i]", A=ct.Tensor(ct.Dense(ct.Element(0.0), 2), np.ones(2)),
                   out=ct.Dense(ct.Element(0.0, dtype=np.float32)))
+
+
+def test_negative_coefficient_is_refused_clearly():
+    """A reversed read (a negative coefficient on the lowered index) is not implemented for
+    UnitCells: a clear error, not a wrong answer."""
+    A = cells_1d([0.5, 0.0, 2.0], True)
+    B = ct.intervals([-1.0], [1.0], values=[1.0])
+    with pytest.raises(ct.InvalidProgramError, match="UnitCells cannot be read with a negative index coefficient"):
+        ct.einsum("s[] = A[2 - x] * B[x] * d(x; lebesgue)", A=A, B=B)

@@ -159,15 +159,29 @@ class VUnitCells:
             st["base"] = ctx.let(b.mul(pos, self.n), nm + "_base")
 
         def seek(ctx, e):
-            # estimate floor(u + 0.5) for u the extent start in the level's frame (clamped in float,
-            # so ±inf and NaN never reach the conversion), then correct it against the x-frame edges
+            # estimate the cell floor(u + 0.5) of u, the extent start in the level's frame (clamped in
+            # float, so ±inf and NaN never reach the conversion); it is the answer — the first cell
+            # whose x-frame stop is >= the start — when that cell qualifies and the one before does
+            # not (two compares); a rounded estimate is corrected by a search (every probe in range)
             u = e.start.v if self.view is None else b.add(b.mul(self.view.a, e.start.v), self.view.b)
+            top = b.sub(b.cast(F64, self.n), b.f64(1.0))
             t = b.add(u, b.f64(0.5))
             t = b.select(b.lt(t, b.f64(0.0)), b.f64(0.0), t)       # NaN fails both tests: cell 0
-            t = b.select(b.lt(b.sub(b.cast(F64, self.n), b.f64(1.0)), t), b.sub(b.cast(F64, self.n), b.f64(1.0)), t)
-            finger = ctx.mut(I64, b.cast(I64, t), nm + "_guess")
+            t = b.select(b.lt(top, t), top, t)
+            g = ctx.let(b.maximum(b.cast(I64, t), b.i64(0)), nm + "_guess")
             key = lambda c: lim_le(e.start, self._edge(b.add(c, b.i64(1)), -1))
-            ctx.assign(st["c"], ctx.search_near(key, b.i64(0), self.n, finger, nm + "_s"))
+            res = ctx.mut(I64, g, nm + "_at")
+
+            def lower():        # the guess qualifies: is an earlier cell the first?
+                early = b.land(b.lt(b.i64(0), g), key(b.sub(g, b.i64(1))))
+                ctx.if_(early, lambda: ctx.assign(res, ctx.search_first_ge(key, b.i64(0), g, nm + "_sb")))
+
+            def higher():       # it does not: a later cell (or n, past the last)
+                nxt = b.add(g, b.i64(1))
+                ctx.if_(b.lt(nxt, self.n), lambda: ctx.assign(res, ctx.search_first_ge(key, nxt, self.n, nm + "_sa")),
+                        lambda: ctx.assign(res, self.n))
+            ctx.if_(key(g), lower, higher)
+            ctx.assign(st["c"], ir.Read(res))
 
         def step_preamble(ctx):
             st["cv"] = ctx.let(ir.Read(st["c"]), nm + "_cv")

@@ -16,8 +16,9 @@ paper tier take tens of seconds per round: they run one round.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
-import time
 from functools import cache
 
 import numpy as np
@@ -100,29 +101,33 @@ def test_interpolate(benchmark, tier, impl):
     benchmark.pedantic(run, rounds=1 if slow else 3, iterations=1, warmup_rounds=0)
 
 
-def test_compile_time(benchmark):
-    """A cold compile of the INTERPOLATE kernel (empty in-memory and on-disk caches)."""
-    import ctensor as ct
-    from ctensor.apps.workers import compiled
-    vals, occ, pts, grid = workload("small")
-    args = dict(P=g._point_tensor(pts[:10]), Grid=grid.tensor, Box=g._BOX)
-    benchmark.group = "compile"
+_COMPILE = """
+import time, numpy as np
+from ctensor.apps import graphics as g
+grid = g.voxel_grid(np.ones((4, 4, 4, {C}), np.float32))
+pts = np.zeros((10, 3))
+t0 = time.perf_counter()
+g.interpolate(grid, pts)
+print(time.perf_counter() - t0)
+"""
+
+
+@pytest.mark.parametrize("channels", [4, 28])
+def test_compile_time(benchmark, channels):
+    """The first interpolate call in a fresh process with an empty kernel cache (parse, plan,
+    validity, lowering, LLVM, object code), as printed by the child; the benchmark's own time
+    includes the process start and imports."""
+    times = []
 
     def run():
         with tempfile.TemporaryDirectory() as d:
-            old = os.environ.get("CTENSOR_CACHE_DIR")
-            os.environ["CTENSOR_CACHE_DIR"] = d
-            try:
-                ct.kernel_cache().clear()
-                t0 = time.perf_counter()
-                compiled({}, None, g.INTERPOLATE, args)
-                return time.perf_counter() - t0
-            finally:
-                if old is None:
-                    del os.environ["CTENSOR_CACHE_DIR"]
-                else:
-                    os.environ["CTENSOR_CACHE_DIR"] = old
+            env = dict(os.environ, CTENSOR_CACHE_DIR=d)
+            r = subprocess.run([sys.executable, "-c", _COMPILE.format(C=channels)], env=env, check=True,
+                               capture_output=True, text=True)
+            times.append(float(r.stdout.split()[-1]))
+    benchmark.group = "compile"
     benchmark.pedantic(run, rounds=3, iterations=1)
+    benchmark.extra_info["compile_s"] = sorted(times)[len(times) // 2]
 
 
 def test_memory():

@@ -25,16 +25,10 @@ object is passed.
 from __future__ import annotations
 
 import functools
-import threading
-import weakref
 
 import numpy as np
 
-
-def is_dask(obj) -> bool:
-    """Is `obj` a dask DataFrame (checked without importing dask)?"""
-    mod = type(obj).__module__ or ""
-    return mod.startswith(("dask.", "dask_expr")) and hasattr(obj, "map_partitions") and hasattr(obj, "npartitions")
+from .dask_broadcast import broadcast, is_dask_frame as is_dask
 
 
 def _partition(part, fn, idx, args, kw, offsets, partition_info=None):
@@ -68,34 +62,11 @@ def queries(build_index: bool = True):
             if kw.get("return_index"):
                 lengths = query.map_partitions(len).compute()
                 offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths, np.int64))])
-            shared = _broadcast(data) if build_index else dask.delayed(data, pure=True)
+            shared = broadcast(data) if build_index else dask.delayed(data, pure=True)
             return query.map_partitions(_partition, fn, shared, args, kw, offsets, meta=meta,
                                         align_dataframes=False)
         return op
     return wrap
-
-
-_SCATTERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # index -> {client id: Future}
-_LOCK = threading.Lock()
-
-
-def _broadcast(idx):
-    """The index as an argument of the partitions' tasks: under a `distributed` client, a Future of
-    it scattered to every worker once per (index, client) and reused by later calls with the same
-    index object (so a prebuilt index crosses the network once); else a delayed object of it (sent
-    with each graph)."""
-    import dask
-    try:
-        from distributed import get_client
-        client = get_client()
-    except (ImportError, ValueError):
-        return dask.delayed(idx, pure=True)
-    with _LOCK:
-        futures = _SCATTERED.setdefault(idx, {})
-        fut = futures.get(client.id)
-        if fut is None or fut.status != "finished":
-            fut = futures[client.id] = client.scatter(idx, broadcast=True, hash=False)
-    return fut
 
 
 def per_chromosome(fn):

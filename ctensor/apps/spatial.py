@@ -50,6 +50,7 @@ import time
 import numpy as np
 
 from ..errors import FormatError
+from .dask_broadcast import is_dask_array
 from ..formats.constructors import grid_order, grid_point_levels
 from ..formats.grid_edges import bulk_range, grid_cells, grid_edges
 from ..formats.dense import Dense
@@ -374,11 +375,15 @@ def box_query(points, lo, hi, sort: bool = True, workers: int = 1) -> np.ndarray
     (2, k) pairs (query index, point id) for (m, 2) arrays of boxes (Shapely's
     `STRtree.query(boxes)` convention), always sorted (`sort` applies to single queries).
     `workers` (batches): threads the boxes are split over, in contiguous chunks; the pairs are the
-    same as with workers=1.  Raises TypeError for a `sort` that is not a bool, TypeError or
+    same as with workers=1.  Dask arrays of boxes give a Dask array of the pairs, block by block
+    (`ctensor.apps.spatial_dask`).  Raises TypeError for a `sort` that is not a bool, TypeError or
     ValueError for a bad `workers` (see the module docstring)."""
     as_flag(sort, "sort")
     check_workers(workers)
     idx = index(points)
+    if is_dask_array(lo) or is_dask_array(hi):
+        from .spatial_dask import box_many
+        return box_many(idx, lo, hi, workers)
     if np.ndim(lo) == 2 or np.ndim(hi) == 2:
         return idx.box_many(lo, hi, workers)
     return idx.box(lo, hi, sort)
@@ -388,11 +393,15 @@ def radius_query(points, center, r, sort: bool = True, workers: int = 1) -> np.n
     """Points at distance <= r of center: ids for one centre (2,) (sorted unless sort=False); (2, k)
     pairs (query index, point id) for (m, 2) centres, with r a number or one radius per centre,
     always sorted (`sort` applies to single queries).  `workers` (batches): threads the centres are
-    split over, in contiguous chunks; the pairs are the same as with workers=1.  Raises TypeError
-    for a non-bool `sort`, TypeError or ValueError for a bad `workers`."""
+    split over, in contiguous chunks; the pairs are the same as with workers=1.  Dask arrays of
+    centres (or radii) give a Dask array of the pairs (`ctensor.apps.spatial_dask`).  Raises
+    TypeError for a non-bool `sort`, TypeError or ValueError for a bad `workers`."""
     as_flag(sort, "sort")
     check_workers(workers)
     idx = index(points)
+    if is_dask_array(center) or is_dask_array(r):
+        from .spatial_dask import radius_many
+        return radius_many(idx, center, r, workers)
     if np.ndim(center) == 2:
         return idx.radius_many(center, r, workers)
     return idx.radius(center, r, sort)

@@ -1,13 +1,16 @@
-"""`ctensor.apps.genomics` on `dask.dataframe` inputs, run on a `distributed.LocalCluster` of 2
-worker processes: every operation's computed answer equals the in-memory one on the same data
-(the index pickled to the workers, its kernels loaded there)."""
+"""`ctensor.apps.genomics` on `dask.dataframe` inputs and `ctensor.apps.spatial` batches on
+`dask.array` inputs, run on a `distributed.LocalCluster` of 2 worker processes: every computed
+answer equals the in-memory one on the same data (the index pickled to the workers, its kernels
+loaded there)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import ctensor
 from ctensor.apps import genomics as g
+from ctensor.apps import spatial as sp
 
 from .genomics_oracle import synthetic
 
@@ -70,13 +73,33 @@ def test_data_only_operations(client, frames):
 
 
 def test_prebuilt_index_is_scattered_once(client, frames):
-    from ctensor.apps import genomics_dask
+    from ctensor.apps import dask_broadcast
     q, d = frames
     idx = g.index(d)
     qd = dd.from_pandas(q, npartitions=3)
     first = g.count_overlaps(qd, idx).compute()
-    fut = genomics_dask._SCATTERED[idx][client.id]
+    fut = dask_broadcast._SCATTERED[idx][client.id]
     second = g.overlap(qd, idx).compute()
-    assert genomics_dask._SCATTERED[idx][client.id] is fut           # reused, not sent again
+    assert dask_broadcast._SCATTERED[idx][client.id] is fut           # reused, not sent again
     same(first, g.count_overlaps(q, idx))
     same(second, g.overlap(q, idx))
+
+
+def test_spatial_batches_on_dask_arrays(client):
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(5)
+    xy = rng.uniform(0, 1000, (20_000, 2))
+    idx = sp.index(xy)
+    lo = rng.uniform(0, 990, (3000, 2))
+    hi = lo + rng.uniform(0, 10, (3000, 2))
+    centers, r = rng.uniform(0, 1000, (3000, 2)), rng.uniform(0, 8, 3000)
+    got = sp.box_query(idx, da.from_array(lo, chunks=700), da.from_array(hi, chunks=500))
+    np.testing.assert_array_equal(got.compute(), sp.box_query(idx, lo, hi))
+    got = sp.radius_query(idx, da.from_array(centers, chunks=(800, 2)), 5.0)
+    np.testing.assert_array_equal(got.compute(), sp.radius_query(idx, centers, 5.0))
+    got = sp.radius_query(idx, da.from_array(centers, chunks=(800, 2)), da.from_array(r, chunks=1000))
+    np.testing.assert_array_equal(got.compute(), sp.radius_query(idx, centers, r))
+    bad = lo.copy()
+    bad[2500] = np.nan
+    with pytest.raises(ctensor.FormatError, match="from row 2000.*500"):      # row 500 of the block at 2000
+        sp.box_query(idx, da.from_array(bad, chunks=(1000, 2)), hi).compute()

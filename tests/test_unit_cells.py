@@ -121,9 +121,14 @@ def test_float32_values_are_read_widened():
     np.testing.assert_allclose(out, want, atol=1e-12)
     with pytest.raises(ct.FormatError, match=r"val\[1\] = 0.1 is not a float32 number"):
         ct.Element(0.0, val=[0.5, 0.1], dtype=np.float32)
-    with pytest.raises(ct.InvalidProgramError, match="float32 Element is an input format"):
-        ct.einsum("O[i] = A[i]", A=ct.Tensor(ct.Dense(ct.Element(0.0), 2), np.ones(2)),
+    # a float32 output leaf: each sum computed in float64, its result rounded to float32
+    out32 = ct.einsum(BATCH, P=point_tensor(pts), Grid=G, Box=Box,
+                      out=ct.Dense(ct.Dense(ct.Element(0.0, dtype=np.float32))))
+    assert out32.levels()[-1].val.dtype == np.float32
+    np.testing.assert_allclose(out32.to_numpy(), want, rtol=1e-6, atol=1e-7)
+    s = ct.einsum("O[i] = A[i] * A[i]", A=ct.Tensor(ct.Dense(ct.Element(0.0), 3), np.array([0.1, 2.0, 3.0])),
                   out=ct.Dense(ct.Element(0.0, dtype=np.float32)))
+    assert s.to_numpy().tolist() == np.float32([0.1 * 0.1, 4.0, 9.0]).tolist()
 
 
 def test_negative_coefficient_is_refused_clearly():

@@ -98,9 +98,10 @@ class Element(Level):
     val : array-like, optional
         The values, one per position of the parent level.
     dtype : numpy dtype, optional
-        float32 stores float values in single precision (half the memory of float64; an input
-        format only: kernels read them widened to float64, outputs are float64); the values and
-        the fill must be float32 numbers (no silent rounding: pass values.astype(np.float32)).
+        float32 stores float values in single precision (half the memory of float64): kernels read
+        them widened to float64; as an output leaf (out=), each ⊕ is computed in float64 and its
+        result rounded to float32.  Values and fill given to the constructor must be float32
+        numbers (no silent rounding: pass values.astype(np.float32)).
     """
 
     def __init__(self, fill=0.0, val=None, dtype=None):
@@ -171,11 +172,8 @@ class VElement:
     def __init__(self, ctx, lvl: Element, name, mode):
         self.lvl, self.kind, self.fill, self.name = lvl, lvl.kind, lvl.fill, name
         self.single = getattr(lvl, "single", False)
-        storage = F32 if self.single else DTYPES[self.kind][1]
+        self.storage = storage = F32 if self.single else DTYPES[self.kind][1]
         self.mode = mode
-        if self.single and mode != "read":
-            from ..errors import InvalidProgramError
-            raise InvalidProgramError("a float32 Element is an input format: outputs hold float64 values")
         if mode == "read":
             self.val = ir.Read(ctx.param(name + "_val", PtrType(storage), ("read", lvl, "val")))
         else:
@@ -196,7 +194,7 @@ class VElement:
     def assemble(self, ctx, start, stop):
         self.buf.ensure(ctx, b.add(stop, b.i64(1)))
         k = ir.Var(ctx.fresh("k"), I64, "let")
-        fill = b.const(self.fill, DTYPES[self.kind][1])
+        fill = b.const(self.fill, self.storage)
         ctx.emit(ir.For(k, start, b.add(stop, b.i64(1)), [ir.Store(self.buf.data, ir.Read(k), fill)]))
 
     def freeze(self, ctx, npos):
@@ -209,12 +207,12 @@ class VElement:
     def write_leaf(self, ctx, pos, op, rhs):
         """val[pos] = op(val[pos], rhs); rhs is an IR expression of the logical type."""
         from ..lower.ops import combine
-        storage = DTYPES[self.kind][1]
-        old = to_ir_value(b.load(self.buf.data, pos), self.kind)
+        old = b.load(self.buf.data, pos)
+        old = b.cast(F64, old) if self.single else to_ir_value(old, self.kind)
         new = combine(op, old, rhs, ctx)       # ctx: an int64 sum that overflows fails the kernel
         if self.kind == "bool":
             new = b.cast(I8, new)
-        ctx.emit(ir.Store(self.buf.data, pos, b.cast(storage, new)))
+        ctx.emit(ir.Store(self.buf.data, pos, b.cast(self.storage, new)))     # a float32 leaf rounds here
 
 
 class Pattern(Level):

@@ -156,7 +156,8 @@ class FastCall:
         leaf, n = self.kernel.out_fmt.leaf, 1
         for s in shapes:
             n *= s
-        lvl = leaf.frozen(adopt_array(memoryview(blk)[off:off + 2], n, NP_DTYPE[leaf.kind]))
+        dtype = np.float32 if getattr(leaf, "single", False) else NP_DTYPE[leaf.kind]
+        lvl = leaf.frozen(adopt_array(memoryview(blk)[off:off + 2], n, dtype))
         for s in reversed(shapes):
             lvl = Dense.frozen(lvl, s)
         return Tensor.frozen(lvl, self.kernel.es.out)

@@ -100,7 +100,8 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
         if isinstance(lvl, Pattern):
             return Pattern()
         if isinstance(lvl, Element):
-            return lvl.frozen(adopt_array(cell("val"), npos, NP_DTYPE[lvl.kind]))    # of the leaf's dtype
+            dtype = np.float32 if getattr(lvl, "single", False) else NP_DTYPE[lvl.kind]
+            return lvl.frozen(adopt_array(cell("val"), npos, dtype))    # of the leaf's dtype
         if isinstance(lvl, Dense):
             n = shape_of(depth)
             return Dense(build(lvl.child, depth + 1, npos * n), n)

@@ -327,3 +327,20 @@ def test_unsorted_queries_run_sorted_give_the_same_rows(op, kw, monkeypatch):
     pd.testing.assert_frame_equal(fn(q, d, **kw), want)
     monkeypatch.setattr(workers, "MIN_CHUNK", 100)
     pd.testing.assert_frame_equal(fn(q, d, workers=3, **kw), want)
+
+
+# ------------------------------------------------------------------------------------ other frame kinds
+@pytest.mark.parametrize("op, kw", [("count_overlaps", {}), ("overlap", {}), ("coverage", {}), ("closest", {}),
+                                    ("map", {"column": "score", "ops": "mean"}), ("window", {"w": 10})])
+def test_pyarrow_backed_and_polars_frames(op, kw):
+    pl = pytest.importorskip("polars")
+    q = real(GERP, 3000)
+    d = scored(real(EXONS, 3000), 4)
+    fn = getattr(g, op)
+    want = fn(q, d, **kw)
+    arrow = fn(q.convert_dtypes(dtype_backend="pyarrow"), d.convert_dtypes(dtype_backend="pyarrow"), **kw)
+    pd.testing.assert_frame_equal(arrow, want, check_dtype=False)
+    got = fn(pl.from_pandas(q), pl.from_pandas(d), **kw)
+    assert isinstance(got, pl.DataFrame)
+    pd.testing.assert_frame_equal(got.to_pandas(), want.reset_index(drop=True), check_dtype=False)
+    assert len(g.merge(pl.from_pandas(d))) == len(g.merge(d))

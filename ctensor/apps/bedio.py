@@ -17,7 +17,9 @@ import zlib
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import is_bool_dtype, is_numeric_dtype
+from pandas.api.types import is_bool_dtype, is_integer_dtype, is_numeric_dtype
+
+from .frame_kinds import is_polars, to_pandas
 
 from ctensor.errors import FormatError
 
@@ -39,7 +41,8 @@ def read_intervals(source, name: str = "intervals") -> pd.DataFrame:
     ``source`` may be:
 
     * a DataFrame with columns ``chrom``, ``start``, ``end`` (bioframe convention); extra columns
-      are kept unchanged, in their order, after the three;
+      are kept unchanged, in their order, after the three.  pandas (numpy or pyarrow-backed
+      columns) or polars (converted over the same Arrow buffers);
     * a path (``str`` or ``os.PathLike``) to a tab-separated BED file, plain or gzip (detected by
       its magic bytes).  Lines starting with ``#``, ``track`` or ``browser`` and blank lines are
       skipped, as bedtools does.  Every line must have the same number (>= 3) of fields; fields
@@ -61,6 +64,8 @@ def read_intervals(source, name: str = "intervals") -> pd.DataFrame:
     """
     if isinstance(source, pd.DataFrame):
         return _from_frame(source, _Loc(name))
+    if is_polars(source):
+        return _from_frame(to_pandas(source), _Loc(name))
     if isinstance(source, tuple):
         return _from_frame(_tuple_frame(source, name), _Loc(name))
     if isinstance(source, (str, os.PathLike)):
@@ -120,6 +125,13 @@ def _coord(s: pd.Series, col: str, bad: _Problems) -> np.ndarray:
         v = num.to_numpy()
         if not ((v < 0) | (v > MAX_COORD)).any():
             return v.astype(np.int64)
+    elif is_integer_dtype(num.dtype) and not num.hasnans:         # pyarrow-backed or nullable integers
+        try:
+            v = num.to_numpy(dtype=np.int64)
+        except (ValueError, TypeError, OverflowError):            # e.g. uint64 past 2**63: checked below
+            v = None
+        if v is not None and not ((v < 0) | (v > MAX_COORD)).any():
+            return v
     f = num.to_numpy(dtype=np.float64, na_value=np.nan)
     missing = s.isna().to_numpy()
     with np.errstate(invalid="ignore"):

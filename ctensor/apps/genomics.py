@@ -57,6 +57,7 @@ import pandas as pd
 from ..errors import FormatError
 from .bedio import read_intervals
 from .genome_index import EINSUMS, GenomeIndex
+from .frame_kinds import polars_in_out
 from .genomics_dask import per_chromosome, queries
 from .genomics_ops import cluster, complement, jaccard, map, signal_stats, slop, window   # noqa: A004
 from .workers import check_workers
@@ -135,6 +136,7 @@ def _free(q, names, op):
         raise FormatError(f"query: column {taken[0]!r} is a column {op} adds to its output; rename it")
 
 
+@polars_in_out
 @queries()
 def count_overlaps(query, data, workers: int = 1) -> pd.DataFrame:
     """Query rows (original index) with a `count` column (int64, replacing a query column of that
@@ -144,6 +146,7 @@ def count_overlaps(query, data, workers: int = 1) -> pd.DataFrame:
     return q.assign(count=idx.count_overlaps(*a, workers=workers))
 
 
+@polars_in_out
 @queries()
 def any_overlap(query, data, workers: int = 1) -> pd.DataFrame:
     """Query rows overlapping at least one data interval (`bedtools intersect -u`), original index.
@@ -152,6 +155,7 @@ def any_overlap(query, data, workers: int = 1) -> pd.DataFrame:
     return q[idx.count_overlaps(*a, workers=workers) > 0]
 
 
+@polars_in_out
 @queries()
 def no_overlap(query, data, workers: int = 1) -> pd.DataFrame:
     """Query rows overlapping no data interval (`bedtools intersect -v`), original index.
@@ -160,6 +164,7 @@ def no_overlap(query, data, workers: int = 1) -> pd.DataFrame:
     return q[idx.count_overlaps(*a, workers=workers) == 0]
 
 
+@polars_in_out
 @queries()
 def overlap(query, data, return_index: bool = False, workers: int = 1) -> pd.DataFrame:
     """Every overlapping pair (`bedtools intersect -wa -wb`): query columns, then data columns with
@@ -186,6 +191,7 @@ def _nullable(dtype):
     return f"{'U' if dtype.kind == 'u' else ''}Int{dtype.itemsize * 8}"
 
 
+@polars_in_out
 @queries()
 def closest(query, data, ties: str = "all", return_index: bool = False, workers: int = 1, k: int = 1) -> pd.DataFrame:
     """The nearest data intervals of each query row (`bedtools closest -d -t <ties>`): query columns,
@@ -227,6 +233,7 @@ def closest(query, data, ties: str = "all", return_index: bool = False, workers:
     return out
 
 
+@polars_in_out
 @queries()
 def intersect(query, data, workers: int = 1) -> pd.DataFrame:
     """The overlapping piece of every overlapping pair (`bedtools intersect`): query rows with start
@@ -241,6 +248,7 @@ def intersect(query, data, workers: int = 1) -> pd.DataFrame:
     return out
 
 
+@polars_in_out
 @queries()
 def coverage(query, data, workers: int = 1) -> pd.DataFrame:
     """`bedtools coverage -a query -b data`: query rows plus `count` (overlapping data intervals),
@@ -251,6 +259,7 @@ def coverage(query, data, workers: int = 1) -> pd.DataFrame:
     return q.assign(**idx.coverage(*a, workers=workers))
 
 
+@polars_in_out
 @queries()
 def subtract(a, b, workers: int = 1) -> pd.DataFrame:
     """`bedtools subtract -a a -b b`: the pieces of each row of `a` that no interval of `b` covers,
@@ -264,6 +273,7 @@ def subtract(a, b, workers: int = 1) -> pd.DataFrame:
     return out
 
 
+@polars_in_out
 @per_chromosome
 def merge(intervals) -> pd.DataFrame:
     """`bedtools merge`: the union of the intervals as maximal `chrom, start, end` runs (touching and
@@ -272,6 +282,7 @@ def merge(intervals) -> pd.DataFrame:
     return pd.DataFrame({"chrom": chrom, "start": s, "end": e})
 
 
+@polars_in_out
 @per_chromosome
 def depth(intervals) -> pd.DataFrame:
     """`bedtools genomecov -bg`: the depth of coverage as maximal runs `[start, end)` of constant

@@ -29,6 +29,7 @@ from ..errors import FormatError
 from .bedio import read_intervals
 from .genome_index import GenomeIndex
 from .genome_layout import SPAN, decode, widen
+from .frame_kinds import polars_in_out
 from .genomics_dask import in_memory, queries
 from .genome_sets import cluster_ids, integral, map_values, shared_bases, signal_track, support, union_runs
 from .workers import check_workers, split_rows
@@ -61,6 +62,7 @@ def _numeric(frame: pd.DataFrame, column, name) -> np.ndarray:
     return v
 
 
+@polars_in_out
 @queries()
 def map(query, data, column, ops="sum", workers: int = 1) -> pd.DataFrame:    # noqa: A001 (bedtools' name)
     """`bedtools map -a query -b data -c column -o ops`: for each query row, an aggregate of
@@ -102,6 +104,7 @@ def map(query, data, column, ops="sum", workers: int = 1) -> pd.DataFrame:    # 
     return q.assign(**{f"{column}_{op}": cols[op] for op in names})
 
 
+@polars_in_out
 @queries(build_index=False)
 def signal_stats(query, signal, column=None, workers: int = 1) -> pd.DataFrame:
     """The bigWig "stats" question over a bedGraph track, as UCSC `bigWigAverageOverBed` answers it:
@@ -143,6 +146,7 @@ def signal_stats(query, signal, column=None, workers: int = 1) -> pd.DataFrame:
                         mean=np.where(covered > 0, total / covered, np.nan))
 
 
+@polars_in_out
 @in_memory
 def cluster(intervals, distance: int = 0) -> pd.DataFrame:
     """`bedtools cluster -d distance`: the rows of `intervals` (order and index kept) with a
@@ -201,6 +205,7 @@ def _on_genome(df: pd.DataFrame, sizes: pd.Series, name: str):
                           f"{df['chrom'].iloc[k]!r} {why}")
 
 
+@polars_in_out
 @in_memory
 def complement(intervals, genome) -> pd.DataFrame:
     """`bedtools complement -i intervals -g genome`: the bases of each chromosome of `genome` that no
@@ -223,6 +228,7 @@ def complement(intervals, genome) -> pd.DataFrame:
     return pd.DataFrame({"chrom": names[qi[keep]], "start": ps[keep], "end": pe[keep]})
 
 
+@polars_in_out
 @in_memory
 def jaccard(a, b) -> pd.DataFrame:
     """`bedtools jaccard -a a -b b`: one row of `intersection` (bases in both unions), `union`
@@ -250,6 +256,7 @@ def jaccard(a, b) -> pd.DataFrame:
                          "jaccard": [inter / union if union else np.nan], "n_intersections": [n]})
 
 
+@polars_in_out
 @queries()
 def window(query, data, w: int = 1000, left=None, right=None, workers: int = 1) -> pd.DataFrame:
     """`bedtools window -a query -b data -w w` (or `-l left -r right`): every pair of a query row
@@ -275,6 +282,7 @@ def window(query, data, w: int = 1000, left=None, right=None, workers: int = 1) 
     return pd.concat([q.iloc[qi].reset_index(drop=True), got], axis=1)
 
 
+@polars_in_out
 @in_memory
 def slop(intervals, genome, both=None, left: int = 0, right: int = 0) -> pd.DataFrame:
     """`bedtools slop -b both` (or `-l left -r right`): each interval stretched by `left` bases

@@ -344,3 +344,12 @@ def test_pyarrow_backed_and_polars_frames(op, kw):
     assert isinstance(got, pl.DataFrame)
     pd.testing.assert_frame_equal(got.to_pandas(), want.reset_index(drop=True), check_dtype=False)
     assert len(g.merge(pl.from_pandas(d))) == len(g.merge(d))
+
+
+def test_grid_too_large_for_memory_is_refused():
+    """Issue 31 (c): a cell width whose grid cannot fit in memory is refused with a message, before
+    numpy tries to allocate terabytes."""
+    d = bed([("chr1", 0, 10**12), ("chr1", 10, 10**12 - 5)])
+    with pytest.raises(ValueError, match="cell: a grid of 1-base cells .* GiB, more than this machine"):
+        g.index(d, layout="grid", cell=1)
+    assert g.index(d, layout="grid", cell=10**9).count_overlaps([5], [6]).tolist() == [1]

@@ -31,7 +31,6 @@ identical to `workers=1`.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -51,7 +50,7 @@ from .genome_layout import (
     choose_cell,
     decode,
     query_axis,
-    grid_size,
+    check_grid_memory,
     grid_tensor,
     interval_tensor,
     rows,
@@ -66,21 +65,6 @@ from .workers import check_workers, compiled, split_rows
 # synthetic sets: per candidate the window plan costs ~2x the rank plan, whose two rank searches
 # cost about as much as 8 candidates)
 RANK_PLAN_AT = 8.0
-
-
-def _check_grid_memory(gs, ge, w):
-    """A grid that would not fit in this machine's memory is refused before numpy tries to allocate
-    it (ValueError naming the cell width and the size)."""
-    size, _, entries = grid_size(gs, ge, w)
-    need = size + 48 * entries       # building it: the (cell, j) entries and their sort, ~6 arrays of int64
-    try:
-        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        have = 1 << 40
-    if need > have:
-        raise ValueError(f"cell: a grid of {w}-base cells over these intervals takes {need / 2**30:.3g} GiB, more "
-                         f"than this machine's {have / 2**30:.3g} GiB of memory; give a wider cell, or none "
-                         "(chosen from the data)")
 
 
 class GenomeIndex:
@@ -157,7 +141,7 @@ class GenomeIndex:
         # the grid's width: the grid and the start/end values within 2x the interval arrays
         self.cell = None if layout != "grid" else int(cell) if cell is not None else choose_cell(gs, ge, 16 * self.n)
         if cell is not None:
-            _check_grid_memory(gs, ge, self.cell)
+            check_grid_memory(gs, ge, self.cell)
         self.build_seconds = time.perf_counter() - t0
         for op in (self.parts if ops is None else ops):
             for part in self.parts[op]:

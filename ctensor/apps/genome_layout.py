@@ -48,6 +48,8 @@ The width: `choose_cell`.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 
@@ -194,6 +196,21 @@ def choose_cell(gs: np.ndarray, ge: np.ndarray, budget: int) -> int:
             break
         best = v
     return best
+
+
+def check_grid_memory(gs, ge, w):
+    """A grid that would not fit in this machine's memory is refused before numpy tries to allocate
+    it (ValueError naming the cell width and the size)."""
+    size, _, entries = grid_size(gs, ge, w)
+    need = size + 48 * entries       # building it: the (cell, j) entries and their sort, ~6 arrays of int64
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        have = 1 << 40
+    if need > have:
+        raise ValueError(f"cell: a grid of {w}-base cells over these intervals takes {need / 2**30:.3g} GiB, more "
+                         f"than this machine's {have / 2**30:.3g} GiB of memory; give a wider cell, or none "
+                         "(chosen from the data)")
 
 
 def grid_tensor(gs: np.ndarray, ge: np.ndarray, w: int) -> Tensor:

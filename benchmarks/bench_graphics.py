@@ -98,7 +98,7 @@ def test_interpolate(benchmark, tier, impl):
     _check(tier, run())
     slow = impl.startswith("torch") and tier != "small"
     benchmark.extra_info.update(points=len(pts), channels=C, grid_mib=grid.nbytes / 2**20)
-    benchmark.pedantic(run, rounds=1 if slow else 3, iterations=1, warmup_rounds=0)
+    benchmark.pedantic(run, rounds=1 if slow else 5, iterations=1, warmup_rounds=0)
 
 
 _COMPILE = """

@@ -17,6 +17,8 @@ def _array(x, name: str) -> np.ndarray:
 
 
 def _first_bad(ok: np.ndarray, a: np.ndarray, name: str, what: str):
+    if ok.all():                    # the common case: no index search over the whole array
+        return
     bad = np.argwhere(~ok)
     if bad.size:
         idx = tuple(int(i) for i in bad[0])

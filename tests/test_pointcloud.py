@@ -134,6 +134,16 @@ def test_kpconv_errors(change, error, words):
     assert words in str(info.value)
 
 
+def test_calls_from_many_threads():
+    """Concurrent calls on different clouds answer as the same calls one after another."""
+    from concurrent.futures import ThreadPoolExecutor
+    layers = [cloud(n=200 + 50 * t) for t in range(4)]
+    one = [pc.kpconv(*layer) for layer in layers]
+    with ThreadPoolExecutor(4) as ex:
+        many = list(ex.map(lambda layer: pc.kpconv(*layer), layers * 2))
+    assert all(np.array_equal(a, b) for a, b in zip(one * 2, many))
+
+
 def test_radius_neighbors_errors():
     pts = RNG.uniform(0, 1, (10, 3))
     with pytest.raises(ct.FormatError, match=r"queries\[1, 0\]"):

@@ -6,11 +6,13 @@ A voxel grid is piecewise constant over the cells [i - 0.5, i + 0.5) × [j - 0.5
 centred at a point p is exactly the trilinear interpolation of the 8 voxel-centre values around p,
 so interpolation of many points is one einsum (`INTERPOLATE`):
 
-    Out[m, c] = P[m, u, v, w] * Grid[u + x, v + y, w + z, c] * Box[x, y, z]
+    Out[m, c] = P[m, u, v, w] * S[u, v, w] * Grid[u + x, v + y, w + z, c] * Box[x, y, z]
                 * d(u, v, w; counting, counting, counting) * d(x, y, z; lebesgue, lebesgue, lebesgue)
 
 P holds one pinpoint (u, v, w) per point m (Dense over m, SparsePoint below: no sort), Box is the
-unit cube [-0.5, 0.5)^3, and Grid is stored as `UnitCells^3` over a Dense channel level: the x and
+unit cube [-0.5, 0.5)^3, S the grid's support, the open box (-1, X) × (-1, Y) × (-1, Z) outside
+which the integral is 0 (a redundant factor that lets the kernel leave a point at its first
+coordinate outside, before the loops over x, y, z), and Grid is stored as `UnitCells^3` over a Dense channel level: the x and
 y cell levels are dense and the z level locates a voxel's row of channel values through an int32
 index (-1 for an unoccupied voxel), each in O(1) (`ctensor.formats.unit_cells`).  Only occupied
 voxels store channel values.
@@ -31,7 +33,7 @@ from .workers import check_workers, compiled, map_chunks
 
 __all__ = ["INTERPOLATE", "VoxelGrid", "interpolate", "render", "sample_rays", "voxel_grid"]
 
-INTERPOLATE = ("Out[m, c] = P[m, u, v, w] * Grid[u + x, v + y, w + z, c] * Box[x, y, z]"
+INTERPOLATE = ("Out[m, c] = P[m, u, v, w] * S[u, v, w] * Grid[u + x, v + y, w + z, c] * Box[x, y, z]"
                " * d(u, v, w; counting, counting, counting) * d(x, y, z; lebesgue, lebesgue, lebesgue)")
 
 _BOX = box([-0.5] * 3, [0.5] * 3, closed="left")      # read-only: shared by every call
@@ -45,11 +47,13 @@ class VoxelGrid:
     (X, Y, Z), `channels` C, `dtype` of the stored values (float32 or float64), `occupied` (number of
     stored voxels), `nbytes` (index + values).  Build it with `voxel_grid`; read-only."""
 
-    __slots__ = ("tensor", "shape", "channels", "dtype", "occupied")
+    __slots__ = ("tensor", "support", "shape", "channels", "dtype", "occupied")
 
     def __init__(self, tensor: Tensor, shape: tuple, channels: int, dtype, occupied: int):
         self.tensor, self.shape, self.channels = tensor, shape, channels
         self.dtype, self.occupied = np.dtype(dtype), occupied
+        # S[u, v, w]: the open box (-1, X) x (-1, Y) x (-1, Z) outside which every point reads 0
+        self.support = box([-1.0] * 3, [float(n) for n in shape], closed="neither")
 
     @property
     def nbytes(self) -> int:
@@ -123,7 +127,7 @@ def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int):
     """Rows of pts (a multiple of `size` of them) in chunks of `size` points through one packed call."""
     if len(pts) == 0:
         return
-    args = dict(P=_point_tensor(pts[:size]), Grid=grid.tensor, Box=_BOX)
+    args = dict(P=_point_tensor(pts[:size]), S=grid.support, Grid=grid.tensor, Box=_BOX)
     # Out[m, c] of the grid's dtype: a float32 grid gets a float32 output leaf (each corner's sum in
     # float64, rounded to float32), half the bytes to zero, write and copy of a float64 one
     out_fmt = Dense(Dense(Element(0.0, dtype=grid.dtype)))

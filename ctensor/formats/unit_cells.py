@@ -13,9 +13,10 @@ level by arithmetic (cell = floor(x + 0.5)), as a dense index grid does.  Two la
   Z, rows), Y), X)` store an X*Y*Z int32 index plus one row of channel values per occupied voxel.
 
 Read through an affine index (`Grid[u + x]`, formats.affine) the level sees its cell edges in the
-loop's frame (x = (u - b)/a, a > 0 only); the seek estimates the cell arithmetically and corrects
-the estimate against those same edges (`Context.search_near`), so one cell edge is always the same
-x-frame value and rounding never skips or repeats a cell.  An input format only (not writable).
+loop's frame (x = (u - b)/a, a > 0 only: a negative coefficient is refused, reversed iteration is
+not implemented); the seek takes the estimate floor(u + 0.5) when it passes two compares against
+those same edges and corrects it by a search otherwise, so one cell edge is always the same x-frame
+value and rounding never skips or repeats a cell.  An input format only (not writable).
 """
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ single-threaded by the environment below).  Layers: `full` (every point a query)
 Implementations (each checked against the numba reference before timing):
   ctensor       pc.kpconv(points, features, kernel_points, weights, radius, sigma, queries): the grid,
                 the neighbour search, the weighted sums and the BLAS product all timed.
+  ctensor_index the same with the cloud's grid index built once (`pc.index`, untimed): the search is
+                still timed.
   torch_kpconv  the KPConv repository's math (KPConv-PyTorch `KPConv.forward`, rigid, linear
                 influence, sum): padded neighbour matrix with a shadow point, gather, (nq, K, H)
                 influences, matmul, K separate (nq, C) x (C, C) products summed.
@@ -137,8 +139,21 @@ def ours(d):
     return pc.kpconv(d["pts"], d["f"], d["kps"], d["w"], d["r"], d["s"], queries=d["q"])
 
 
+@cache
+def cloud_index():
+    pts, _, r, _ = cloud()
+    return pc.index(pts, r)
+
+
+def ours_indexed(d):
+    """The grid index built once per cloud (`pc.index`, untimed, as a network's layers share it);
+    the neighbour search, weighted sums and BLAS product timed."""
+    return pc.kpconv(cloud_index(), d["f"], d["kps"], d["w"], d["r"], d["s"], queries=d["q"])
+
+
 IMPLS = {
     "ctensor": (ours, layer),
+    "ctensor_index": (ours_indexed, layer),
     "numba_blas": (numba_blas, layer),
     "torch_kpconv": (lambda t: torch_kpconv(t).numpy(), torch_inputs),
     "torch_opt": (lambda t: torch_opt(t).numpy(), torch_inputs),

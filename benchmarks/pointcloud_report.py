@@ -48,17 +48,18 @@ def main(path, compile_too=True):
         key = (p["name"], p["c"])
         rows[key][p["impl"]] = b["stats"][STAT] * 1e3
         info[key] = b.get("extra_info") or {}
-    impls = ["ctensor", "numba_blas", "torch_opt", "torch_kpconv"]
+    impls = ["ctensor", "ctensor_index", "numba_blas", "torch_opt", "torch_kpconv"]
     print("| layer | C | queries | " + " | ".join(f"{k} (ms)" for k in impls)
-          + " | torch_opt / ctensor | torch_kpconv / ctensor | ctensor / numba_blas |")
-    print("|---" * (len(impls) + 6) + "|")
+          + " | torch_opt / ctensor | torch_kpconv / ctensor | ctensor / numba_blas | ctensor_index / numba_blas |")
+    print("|---" * (len(impls) + 7) + "|")
     for key in sorted(rows, key=lambda k: (k[0], k[1])):
         r = rows[key]
         cells = " | ".join(f"{r[k]:.1f}" if k in r else "" for k in impls)
         ct = r.get("ctensor")
         ratio = lambda a, b: f"{a / b:.2f}×" if a and b else ""
         print(f"| {key[0]} | {key[1]} | {info[key].get('queries', '')} | {cells} | "
-              f"{ratio(r.get('torch_opt'), ct)} | {ratio(r.get('torch_kpconv'), ct)} | {ratio(ct, r.get('numba_blas'))} |")
+              f"{ratio(r.get('torch_opt'), ct)} | {ratio(r.get('torch_kpconv'), ct)} | {ratio(ct, r.get('numba_blas'))} | "
+              f"{ratio(r.get('ctensor_index'), r.get('numba_blas'))} |")
     if compile_too:
         kp, rn = compile_times()
         print(f"\ncold compile (fresh process, empty kernel cache): kpconv {kp:.1f} s, radius_neighbors {rn:.1f} s")

@@ -134,6 +134,19 @@ def test_kpconv_errors(change, error, words):
     assert words in str(info.value)
 
 
+def test_prebuilt_index():
+    """An index built once answers every call on its cloud, at other radii too, as the arrays do."""
+    pts, f, kps, w, r, s = cloud(n=300)
+    idx = pc.index(pts, r)
+    q = RNG.uniform(0, 1, (40, 3))
+    assert np.array_equal(pc.kpconv(idx, f, kps, w, r, s, queries=q), pc.kpconv(pts, f, kps, w, r, s, queries=q))
+    assert relerr(pc.kpconv(idx, f, kps, w, 2 * r, s, queries=q), reference(pts, f, kps, w, 2 * r, s, q)) <= 1e-6
+    for a, b in zip(pc.radius_neighbors(idx, q, r / 3), pc.radius_neighbors(pts, q, r / 3)):
+        assert np.array_equal(a, b)
+    with pytest.raises(ct.FormatError, match="radius"):
+        pc.index(pts, -1.0)
+
+
 def test_calls_from_many_threads():
     """Concurrent calls on different clouds answer as the same calls one after another."""
     from concurrent.futures import ThreadPoolExecutor

@@ -52,7 +52,7 @@ from ..driver.dense_split import dense_array
 from .pointcloud_input import coords_arg, layer_args, length_arg
 from .workers import check_workers, chunks, compiled, map_chunks
 
-__all__ = ["EINSUMS", "ORDERS", "kpconv", "radius_neighbors"]
+__all__ = ["EINSUMS", "ORDERS", "CloudIndex", "index", "kpconv", "radius_neighbors"]
 
 _BALL = ("Q[i, x, y, z] * P[x + r, y + s, z + u, j] * Ball[r, s, u] * (r*r + s*s + u*u <= R2)")
 EINSUMS = {
@@ -74,11 +74,14 @@ _KERNELS: dict = {}     # name -> Kernel (compiled once per format; `workers.com
 _LOCK = threading.Lock()
 
 
-class Cloud:
-    """Points under a uniform grid of cells about `radius` wide: `tensor` P[a, b, e, j] whose ids j
-    are ranks in the grid layout, `perm[rank]` the row of the point in the input."""
+class CloudIndex:
+    """Points under a uniform grid of cells about `radius` wide, built once (`index`), usable by
+    every `kpconv` / `radius_neighbors` call on these points, at any radius (the cell size only
+    changes the speed).  Attributes: `points` (N, 3) float64, `tensor` P[x, y, z, j] whose ids j
+    are ranks in the grid layout, `perm[rank]` the row of the point in `points`, `n`."""
 
     def __init__(self, pts: np.ndarray, radius: float):
+        self.points = pts
         n = len(pts)
         span = pts.max(0) - pts.min(0) if n else np.ones(3)
         cell = max(radius * CELL_RADII, 1e-300)
@@ -101,6 +104,22 @@ class Cloud:
             ck = np.clip(np.searchsorted(e, q[:, k], side="right") - 1, 0, len(e) - 2)
             cell = cell * (len(e) - 1) + ck
         return np.argsort(cell, kind="stable")
+
+
+def index(points, radius) -> CloudIndex:
+    """The grid index of `points` ((N, 3) float array) with cells about `radius` wide, for the calls
+    that reuse one cloud (the layers of a KPConv network at one level); pass it as `points`.
+    Raises FormatError / TypeError as `kpconv`."""
+    return points if isinstance(points, CloudIndex) else CloudIndex(coords_arg(points, "points"),
+                                                                     length_arg(radius, "radius"))
+
+
+def _cloud(points, radius):
+    """(coordinates, CloudIndex) of `points`, an index or an array (checked)."""
+    if isinstance(points, CloudIndex):
+        return points.points, points
+    pts = coords_arg(points, "points")
+    return pts, None
 
 
 def _queries(q: np.ndarray) -> Tensor:
@@ -141,7 +160,7 @@ def kpconv(points, features, kernel_points, weights, radius, sigma, queries=None
 
     Parameters
     ----------
-    points : (N, 3) float array — the cloud's coordinates.
+    points : (N, 3) float array — the cloud's coordinates — or its `index` (built once).
     features : (N, C_in) float array — one feature row per point.
     kernel_points : (K, 3) float array — kernel point offsets relative to the query.
     weights : (K, C_in, C_out) float array.
@@ -154,11 +173,12 @@ def kpconv(points, features, kernel_points, weights, radius, sigma, queries=None
     float64 (computed in float64 either way).  Errors: see the module docstring.
     """
     workers = check_workers(workers)
-    pts, feats, kps, w, r, s, q, dtype = layer_args(points, features, kernel_points, weights, radius, sigma, queries)
+    pts, cloud = _cloud(points, radius)
+    pts, feats, kps, w, r, s, q, dtype = layer_args(pts, features, kernel_points, weights, radius, sigma, queries)
     nq, cout = len(q), w.shape[2]
     if nq == 0 or len(pts) == 0 or len(kps) == 0 or cout == 0 or feats.shape[1] == 0:
         return np.zeros((nq, cout), dtype)
-    cloud = Cloud(pts, r)
+    cloud = cloud or CloudIndex(pts, r)
     fixed = dict(P=cloud.tensor, Ball=_ball(r), F=_dense(feats[cloud.perm], "features"),
                  KP=_kernel_points(kps), W=_dense(w, "weights"), R2=r * r, sigma=s)
     order = cloud.query_order(q)
@@ -184,7 +204,7 @@ def radius_neighbors(points, queries, radius, workers: int = 1):
 
     Parameters
     ----------
-    points : (N, 3) float array.  queries : (n_queries, 3) float array.  radius : float >= 0, in
+    points : (N, 3) float array, or its `index`.  queries : (n_queries, 3) float array.  radius : float >= 0, in
     the coordinates' unit.  workers : threads the queries are split over.
 
     Returns (indptr, indices): indptr int64 (n_queries + 1,), indices int64 (indptr[-1],); the
@@ -193,13 +213,13 @@ def radius_neighbors(points, queries, radius, workers: int = 1):
     cKDTree.query_ball_point.  Errors: FormatError (shapes, NaN/inf, negative radius), TypeError.
     """
     workers = check_workers(workers)
-    pts = coords_arg(points, "points")
+    pts, cloud = _cloud(points, radius)
     q = coords_arg(queries, "queries")
     r = length_arg(radius, "radius")
     nq = len(q)
     if nq == 0 or len(pts) == 0:
         return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
-    cloud = Cloud(pts, r)
+    cloud = cloud or CloudIndex(pts, r)
     fixed = dict(P=cloud.tensor, Ball=_ball(r), R2=r * r)
 
     def run(lo, hi):

@@ -100,7 +100,9 @@ def test_repeated_access_reads_one_cursor():
     two = ct.compile("s[] = A[x] * B[x] * d(x; lebesgue)", A=A, B=B)
     for text in ("s[] = A[x] * A[x] * A[x] * d(x; lebesgue)", "s[] = A[x] * (A[x] > 0) * d(x; lebesgue)"):
         k = ct.compile(text, A=A)
-        assert len(k.ir.splitlines()) <= len(one.ir.splitlines()) + 2 < len(two.ir.splitlines())
+        # + 2 for the two multiplies, or + 4 for the sieve `(A[x] > 0)` made an `if` guard around the
+        # update (`lower.hoist`): either way one cursor, far from the two-cursor merge
+        assert len(k.ir.splitlines()) <= len(one.ir.splitlines()) + 4 < len(two.ir.splitlines())
         assert close(k(A=A), oracle(text, A=A).value)
     A = ct.intervals([-3.0, 1.0], [-1.0, 4.0], values=np.array([0, 2]), closed=["neither", "left"], fill=-1)
     S = ct.interval_set([1.0, -1.0, 3.0, 1.0], [2.0, 1.0, 4.0, 2.0])

@@ -39,7 +39,8 @@ INTERPOLATE = ("Out[m, c] = P[m, u, v, w] * S[u, v, w] * Grid[u + x, v + y, w + 
 _BOX = box([-0.5] * 3, [0.5] * 3, closed="left")      # read-only: shared by every call
 _KERNELS: dict = {}                                  # format key -> Kernel (`workers.compiled`)
 _CHUNK_SAMPLES = 1 << 18                             # samples per interpolation call in `render`
-_CHUNK_POINTS = 1 << 13                              # points per kernel call (output chunk in L2)
+# points per kernel call: an output chunk of about 1 MiB (in L2), at most 65,536 points
+_CHUNK_BYTES, _MIN_CHUNK, _CHUNK_POINTS = 1 << 20, 1024, 1 << 16
 
 
 class VoxelGrid:
@@ -113,11 +114,12 @@ def _point_tensor(pts: np.ndarray) -> Tensor:
 def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray):
     """The INTERPOLATE einsum on checked (M, 3) float64 points, written into out (M, C).
 
-    One kernel call per `_CHUNK_POINTS` points, through one packed call (`Kernel.pack`) whose
+    One kernel call per chunk of points (about 1 MiB of output), through one packed call (`Kernel.pack`) whose
     point coordinates are rewritten in place between runs and whose output buffer is reused: a
     few MiB that stay in cache, where one call for all points would first-touch (page-fault),
     zero and then fill an (M, C) buffer before the copy.  The buffers belong to this call."""
-    n, size = len(pts), max(1, min(_CHUNK_POINTS, len(pts)))
+    per = _CHUNK_BYTES // (grid.channels * grid.dtype.itemsize)       # points whose output fills the chunk
+    n, size = len(pts), max(1, min(max(per, _MIN_CHUNK), _CHUNK_POINTS, len(pts)))
     full = n - n % size
     _run_chunks(grid, pts[:full], out[:full], size)
     _run_chunks(grid, pts[full:], out[full:], n - full)
@@ -148,7 +150,7 @@ def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int):
 
 def interpolate(grid: VoxelGrid, points, *, workers: int = 1) -> np.ndarray:
     """Trilinear interpolation of `grid` at `points` (continuous paper §7.3, Fig. 25): the einsum
-    `INTERPOLATE`, one compiled kernel for all points (called on chunks of 8,192).
+    `INTERPOLATE`, one compiled kernel for all points (called on chunks of ~1 MiB of output).
 
     grid : VoxelGrid (`voxel_grid`).
     points : array (M, 3) of finite reals, in voxel coordinates (voxel (i, j, k) is centred at

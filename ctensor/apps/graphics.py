@@ -114,10 +114,11 @@ def _point_tensor(pts: np.ndarray) -> Tensor:
 def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray):
     """The INTERPOLATE einsum on checked (M, 3) float64 points, written into out (M, C).
 
-    One kernel call per chunk of points (about 1 MiB of output), through one packed call (`Kernel.pack`) whose
-    point coordinates are rewritten in place between runs and whose output buffer is reused: a
-    few MiB that stay in cache, where one call for all points would first-touch (page-fault),
-    zero and then fill an (M, C) buffer before the copy.  The buffers belong to this call."""
+    One kernel call per chunk of points (about 1 MiB of output), through one packed call
+    (`Kernel.pack`) whose point coordinates are rewritten in place between runs and whose output
+    buffer is reused and stays in cache, where one call for all points would first-touch
+    (page-fault), zero and then fill an (M, C) buffer before the copy.  The buffers belong to
+    this call."""
     per = _CHUNK_BYTES // (grid.channels * grid.dtype.itemsize)       # points whose output fills the chunk
     n, size = len(pts), max(1, min(max(per, _MIN_CHUNK), _CHUNK_POINTS, len(pts)))
     full = n - n % size

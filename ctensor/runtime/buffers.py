@@ -81,3 +81,7 @@ def borrow_array(address: int, n: int, dtype) -> np.ndarray:
 def free(address: int):
     if address:
         _libc.free(ctypes.c_void_p(address))
+
+
+# libc free called with a Python int address (its c_void_p argtypes convert it): no wrapper per call
+free_ptr = _libc.free

@@ -22,15 +22,17 @@ from __future__ import annotations
 import struct
 import weakref
 from array import array
+from ctypes import string_at
 
 import numpy as np
+from numpy import frombuffer
 
 from ..formats.dense import Dense
 from ..formats.element import Element
 from ..formats.tensor import Tensor
 from ..lang.affine import form
 from ..lang.program import accesses
-from .buffers import adopt_array, free
+from .buffers import SMALL, adopt_array, free, free_ptr
 from .output_format import NP_DTYPE
 
 SLOW = object()          # "take the checked path"
@@ -119,7 +121,7 @@ class FastCall:
         self.source = "def fast(kw):\n" + "\n".join("    " + ln.replace("\n", "\n    ") for ln in lines)
         env = dict(seen_get=self.seen.get, admit=self._admit, SLOW=SLOW, array=array, ZEROS=(0,) * extra,
                    entry=kernel.compiled.packed, failed=self._failed, finish=self._finish,
-                   dense=self._dense,
+                   dense=self._dense_finisher() if kind is None and _all_dense(kernel.out_fmt) else None,
                    unpack_d=_D.unpack_from, pack_d=_D.pack, unpack_q=_Q.unpack, INT64=_INT64,
                    **{f"M{j}": m for j, m in enumerate(measures)})
         exec(compile(self.source, f"<fast call of {kernel.text!r}>", "exec"), env)
@@ -150,17 +152,33 @@ class FastCall:
     def _finish(self, kw, blk):
         return self.kernel._finish_cells(kw, memoryview(blk), self.grows)
 
-    def _dense(self, blk, shapes):
-        """The output Tensor of an all-Dense output format (`rebuild_output`'s Dense case, inlined)."""
+    def _dense_finisher(self):
+        """dense(blk, shapes): the output Tensor of an all-Dense output format (`rebuild_output`'s
+        Dense case, inlined), with what depends only on the format looked up once (the leaf, its
+        dtype, the output name).  A small values buffer is copied out and freed here (adopt_array's
+        small case, without re-checking what cannot vary); a large one is adopted."""
         (off, _), = self.grows
-        leaf, n = self.kernel.out_fmt.leaf, 1
-        for s in shapes:
-            n *= s
-        dtype = np.float32 if getattr(leaf, "single", False) else NP_DTYPE[leaf.kind]
-        lvl = leaf.frozen(adopt_array(memoryview(blk)[off:off + 2], n, dtype))
-        for s in reversed(shapes):
-            lvl = Dense.frozen(lvl, s)
-        return Tensor.frozen(lvl, self.kernel.es.out)
+        leaf = self.kernel.out_fmt.leaf
+        dtype = np.dtype(np.float32 if getattr(leaf, "single", False) else NP_DTYPE[leaf.kind])
+        size, name, leaf_frozen = dtype.itemsize, self.kernel.es.out, leaf.frozen
+        new_dense, new_tensor = Dense.frozen, Tensor.frozen
+
+        def dense(blk, shapes):
+            n = 1
+            for s in shapes:
+                n *= s
+            address = blk[off]
+            if 0 < n * size <= SMALL and address and blk[off + 1] >= n:
+                val = frombuffer(string_at(address, n * size), dtype)
+                blk[off] = 0
+                free_ptr(address)
+            else:
+                val = adopt_array(memoryview(blk)[off:off + 2], n, dtype)
+            lvl = leaf_frozen(val)
+            for s in reversed(shapes):
+                lvl = new_dense(lvl, s)
+            return new_tensor(lvl, name)
+        return dense
 
 
 def _scalar_lines(var, name, kind):

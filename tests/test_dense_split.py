@@ -107,3 +107,22 @@ def test_contracted_extent_mismatch_is_an_error():
     A, B = sparse_matrix(6, 5, 0.5), RNG.uniform(-1, 1, (4, 3))
     with pytest.raises(ct.FormatError, match="B"):
         ct.einsum("C[i, m] = A[i, j] * B[j, m] * d(j; counting)", A=csr(A), B=dense(B))
+
+
+def test_non_finite_w_runs_the_program_as_written():
+    """A W holding inf is not split (in BLAS, 0 * inf would reach the rows the loop nest never
+    visits): in the radius graph convolution a query with no neighbour gets 0, not NaN."""
+    X = np.array([[0.0, 0.0], [50.0, 50.0]])            # the second query has no neighbour
+    Y = np.array([[0.5, 0.0], [0.0, 1.0], [9.0, 9.0]])
+    F = np.array([[1.0, 0.0], [2.0, 1.0], [1.0, 1.0]])
+    W = np.array([[np.inf, 1.0], [2.0, 0.0]])
+    text = ("Out[i, m] = Q[x, y, i] * P[a, b, j] * ((a - x)*(a - x) + (b - y)*(b - y) <= r2) * F[j, c] * W[c, m]"
+            " * d(x, y, a, b, j, c; counting, counting, counting, counting, counting, counting)")
+    args = dict(Q=ct.points(X), P=ct.points(Y), F=dense(F), W=dense(W), r2=4.0)
+    k = ct.compile(text, **args)
+    assert isinstance(k, SplitKernel)
+    got = k(**args).to_numpy()
+    assert got[0].tolist() == [np.inf, 3.0] and got[1].tolist() == [0.0, 0.0]      # A[0] = F0 + F1 = [3, 1]
+    finite = np.where(np.isfinite(W), W, 5.0)
+    args["W"] = dense(finite)
+    np.testing.assert_allclose(k(**args).to_numpy(), [[3.0 * 5.0 + 1.0 * 2.0, 3.0], [0.0, 0.0]])

@@ -27,9 +27,10 @@ written):
   * the program without W has an all-Dense output (checked once it is compiled, `all_dense_output`).
 A loop order given by the caller applies to the program without W, less the kept indices.
 The sum over the contracted indices then runs in `numpy.tensordot`; the output is the Dense tensor
-the unsplit program returns.  Difference from the loop nest: BLAS adds in another order (float
-rounding), and a NaN or inf in W reaches rows where A is 0 (0 * inf is NaN), which the loop nest
-skips when the sparse factors are absent there.
+the unsplit program returns, up to float rounding (BLAS adds in another order).  A W holding NaN or
+±inf is not split: in the matrix product it would reach rows where A is 0 (0 * inf is NaN), which
+the loop nest skips where the sparse factors are absent, so such a call runs the program as written
+(compiled on first need, `SplitKernel.unsplit`).
 """
 from __future__ import annotations
 
@@ -156,8 +157,17 @@ class SplitKernel:
     """A compiled dense split: `inner` (the Kernel of the program without W) and a BLAS product.
     Called like a Kernel; `ir`, `llvm_ir`, `spec` and the rest are the inner kernel's."""
 
-    def __init__(self, inner, split: Split):
-        self.inner, self.split = inner, split
+    def __init__(self, inner, split: Split, unsplit=None):
+        # unsplit(): the Kernel of the program as written, for a W that is not all finite
+        self.inner, self.split, self._unsplit, self._whole = inner, split, unsplit, None
+
+    def unsplit(self, kwargs):
+        """The Kernel of the program as written, compiled on first use for the tensors `kwargs`
+        (they have the formats this kernel was compiled for: `accepts`); two threads racing here
+        compile it twice, harmlessly (the on-disk kernel cache makes the second a load)."""
+        if self._whole is None:
+            self._whole = self._unsplit(kwargs)
+        return self._whole
 
     def __getattr__(self, attr):          # introspection: the compiled part is the inner kernel
         return getattr(self.__dict__["inner"], attr)
@@ -177,9 +187,11 @@ class SplitKernel:
         if not isinstance(w, Tensor) or not _is_dense(w) or w.ndim != len(s.dense_idxs):
             raise TypeError(f"{s.dense}: expected a Dense tensor of {len(s.dense_idxs)} modes (the kernel was "
                             f"compiled for one), got {w!r}")
+        W = dense_array(w, s.dense)
+        if self._unsplit is not None and not np.isfinite(W).all():
+            return self.unsplit(kwargs)(**kwargs)
         a = self.inner(**{k: v for k, v in kwargs.items() if k != s.dense})
         A = dense_array(a, "the sparse part's output")
-        W = dense_array(w, s.dense)
         na = len(s.inner_idxs) - len(s.contracted)
         wax = [s.dense_idxs.index(i) for i in s.contracted]
         for ax, i in enumerate(s.contracted):

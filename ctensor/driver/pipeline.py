@@ -70,6 +70,7 @@ def dense_split(text, kwargs, *, order=None, **options):
     """The `dense_split.SplitKernel` of `text`, or None where the split does not apply (its rules:
     `ctensor.driver.dense_split`)."""
     from .dense_split import SplitKernel, all_dense_output, plan_split
+    written_order = order
     split = plan_split(text, kwargs, options["semiring"], options["out"])
     if split is None:
         return None
@@ -81,7 +82,11 @@ def dense_split(text, kwargs, *, order=None, **options):
                                split_dense=False, **options)
     except (InvalidProgramError, TypeError, ValueError):
         return None          # the program as written is compiled, and reports its own error
-    return SplitKernel(inner, split) if all_dense_output(inner) else None
+    if not all_dense_output(inner):
+        return None
+    # the program as written, compiled on first need for the tensors of that call
+    whole = lambda kw: compile_kernel(text, kw, order=written_order, split_dense=False, **options)  # noqa: E731
+    return SplitKernel(inner, split, unsplit=whole)
 
 
 def _option_key(v):

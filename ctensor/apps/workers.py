@@ -81,26 +81,31 @@ def split_rows(fn, workers: int, arrays, rows=(), order_by=None):
     results are concatenated in row order, after adding lo to the outputs at positions `rows` of the
     tuple (row numbers within the chunk become row numbers within the batch).
 
-    `order_by` (one value per row, e.g. the query starts): rows out of that order are run sorted by
-    it and the results put back in row order (`in_order`), so the kernels' searches move forward
-    through the index instead of jumping across it per query (the continuous paper §7.2: a finger
-    search costs the distance it moves).  Without `rows`, every output holds one entry per row;
-    with `rows`, the outputs are pair lists grouped by row (the entry at `rows[0]`, ascending)."""
-    perm = None
-    if order_by is not None and len(order_by) >= SORT_AT and not bool((order_by[1:] >= order_by[:-1]).all()):
-        perm = np.argsort(order_by)        # any order of ties: `in_order` puts rows back by perm
-        arrays = tuple(a[perm] for a in arrays)
+    `order_by` (one value per row, e.g. the query starts): a chunk whose rows are out of that order
+    runs them sorted by it and puts the results back in row order (`in_order`), so the kernels'
+    searches move forward through the index instead of jumping across it per query (the continuous
+    paper §7.2: a finger search costs the distance it moves).  Each chunk sorts its own rows, on its
+    own thread (numpy's sort runs without the GIL).  Without `rows`, every output holds one entry
+    per row; with `rows`, the outputs are pair lists grouped by row (the entry at `rows[0]`,
+    ascending)."""
+    def run(lo, hi):
+        part = tuple(a[lo:hi] for a in arrays)
+        if order_by is not None and hi - lo >= SORT_AT:
+            key = order_by[lo:hi]
+            if not bool((key[1:] >= key[:-1]).all()):
+                perm = np.argsort(key)          # any order of ties: `in_order` puts rows back by perm
+                return in_order(fn(*(a[perm] for a in part)), perm, rows)
+        return fn(*part)
+
     n = len(arrays[0])
-    parts = map_chunks(lambda lo, hi: fn(*(a[lo:hi] for a in arrays)), n, check_workers(workers))
+    parts = map_chunks(run, n, check_workers(workers))
     if len(parts) == 1:
-        out = parts[0]
-    elif not isinstance(parts[0], tuple):
-        out = np.concatenate(parts)
-    else:
-        los = [lo for lo, _ in chunks(n, check_workers(workers))]
-        out = tuple(np.concatenate([p[k] + lo if k in rows else p[k] for p, lo in zip(parts, los)])
-                    for k in range(len(parts[0])))
-    return out if perm is None else in_order(out, perm, rows)
+        return parts[0]
+    if not isinstance(parts[0], tuple):
+        return np.concatenate(parts)
+    los = [lo for lo, _ in chunks(n, check_workers(workers))]
+    return tuple(np.concatenate([p[k] + lo if k in rows else p[k] for p, lo in zip(parts, los)])
+                 for k in range(len(parts[0])))
 
 
 SORT_AT = 1024          # fewer rows than this run in the order given (the index stays in cache)

@@ -76,7 +76,8 @@ def check_map(q, d, ops=OPS, data=None):
         # bedtools prints a mean with 7 decimals
         np.testing.assert_allclose(col, want[op].to_numpy(np.float64), rtol=1e-12, atol=1e-7 if op == "mean" else 0,
                                    err_msg=op)
-    assert ours["score_count"].dtype == np.int64 if "count" in ops else True
+    if "count" in ops:
+        assert ours["score_count"].dtype == np.int64
 
 
 @pytest.mark.parametrize("query, data", [(GERP, EXONS), (EXONS, GERP)], ids=["gerp-exons", "exons-gerp"])

@@ -42,15 +42,19 @@ def nearest(index, gs, ge, ties):
         qi, j = qi[order], j[order]
         first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
         qi, j = qi[first], j[first]
-    data, dist_out = index._data_rows(j), dist[qi].astype(np.int64)
+    return with_missing(qi, index._data_rows(j), dist[qi].astype(np.int64), finite)
+
+
+def with_missing(qi, data, dist, finite):
+    """(query row, data row, distance) with one row (-1, -1) for each query without data on its
+    chromosome (`finite` False), merged in query order."""
     none = np.flatnonzero(~finite)
     if not len(none):
-        return qi, data, dist_out
-    # queries without data on their chromosome: one row each (-1, -1), merged in query order
+        return qi, data, dist
     qrows = np.concatenate([qi, none])
     order = np.argsort(qrows, kind="stable")
     minus = np.full(len(none), -1, np.int64)
-    return qrows[order], np.concatenate([data, minus])[order], np.concatenate([dist_out, minus])[order]
+    return qrows[order], np.concatenate([data, minus])[order], np.concatenate([dist, minus])[order]
 
 
 def _side_distances(index, gs, ge, K, sorted_ends):
@@ -144,11 +148,4 @@ def k_nearest(index, gs, ge, k, ties):
         grp = np.r_[True, (qi[1:] != qi[:-1]) | (d[1:] != d[:-1])]
         keep = grp if ties == "first" else np.r_[grp[1:], True]
         qi, j, d = qi[keep], j[keep], d[keep]
-    data, dist_out = index._data_rows(j), d.astype(np.int64)
-    none = np.flatnonzero(~finite)
-    if not len(none):
-        return qi, data, dist_out
-    qrows = np.concatenate([qi, none])
-    order = np.argsort(qrows, kind="stable")
-    minus = np.full(len(none), -1, np.int64)
-    return qrows[order], np.concatenate([data, minus])[order], np.concatenate([dist_out, minus])[order]
+    return with_missing(qi, index._data_rows(j), d.astype(np.int64), finite)

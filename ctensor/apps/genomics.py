@@ -59,7 +59,7 @@ from .bedio import read_intervals
 from .genome_index import EINSUMS, GenomeIndex
 from .frame_kinds import polars_in_out
 from .genomics_dask import per_chromosome, queries
-from .genomics_ops import cluster, complement, jaccard, map, signal_stats, slop, window   # noqa: A004
+from .genomics_ops import cluster, complement, jaccard, map, read_rows, signal_stats, slop, window   # noqa: A004
 from .workers import check_workers
 
 __all__ = [
@@ -121,9 +121,7 @@ def index(data, ops=None, layout=None, cell=None) -> GenomeIndex:
 
 def _args(query, data, op, workers):
     check_workers(workers)
-    q = read_intervals(query, "query")
-    if isinstance(query, pd.DataFrame) and len(q) == len(query):
-        q.index = query.index           # rows come in query order: the caller's labels stay valid
+    q = read_rows(query, "query")
     idx = index(data, ops=(op,))
     # the chrom column as it is (query_axis factorizes it; a copy to objects costs more than that)
     return q, idx, (q["start"].to_numpy(), q["end"].to_numpy(), q["chrom"])

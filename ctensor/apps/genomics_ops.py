@@ -37,15 +37,22 @@ from .workers import check_workers, split_rows
 MAP_OPS = ("sum", "count", "mean", "min", "max")
 
 
+def read_rows(source, name: str) -> pd.DataFrame:
+    """`read_intervals(source, name)` with a DataFrame source's row labels kept (rows come back in
+    the source's order, so the caller's labels stay valid)."""
+    df = read_intervals(source, name)
+    if isinstance(source, pd.DataFrame) and len(df) == len(source):
+        df.index = source.index
+    return df
+
+
 def _index(data, name):
     return data if isinstance(data, GenomeIndex) else GenomeIndex(data, name=name, ops=())
 
 
 def _query(query, idx, workers):
     check_workers(workers)
-    q = read_intervals(query, "query")
-    if isinstance(query, pd.DataFrame) and len(q) == len(query):
-        q.index = query.index
+    q = read_rows(query, "query")
     return q, idx.genome(q["chrom"], q["start"].to_numpy(), q["end"].to_numpy())
 
 
@@ -159,9 +166,7 @@ def cluster(intervals, distance: int = 0) -> pd.DataFrame:
     that is not a non-negative integer, a column named `cluster`)."""
     if isinstance(distance, bool) or not isinstance(distance, (int, np.integer)) or distance < 0:
         raise FormatError(f"distance: expected a non-negative integer, got {distance!r}")
-    df = read_intervals(intervals, "intervals")
-    if isinstance(intervals, pd.DataFrame) and len(df) == len(intervals):
-        df.index = intervals.index
+    df = read_rows(intervals, "intervals")
     if "cluster" in df.columns:
         raise FormatError("intervals: column 'cluster' is the column cluster adds; rename it")
     codes, _ = pd.factorize(df["chrom"], sort=True)
@@ -270,9 +275,7 @@ def window(query, data, w: int = 1000, left=None, right=None, workers: int = 1) 
     for nm, x in (("w", w), ("left", left), ("right", right)):
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
             raise FormatError(f"{nm}: expected a non-negative integer, got {x!r}")
-    q = read_intervals(query, "query")
-    if isinstance(query, pd.DataFrame) and len(q) == len(query):
-        q.index = query.index
+    q = read_rows(query, "query")
     # bedtools widens a zero-length query to [p-1, p+1) before stretching it
     s, e, _ = widen(q["start"].to_numpy(np.int64), q["end"].to_numpy(np.int64))
     wide = q[["chrom", "start", "end"]].assign(start=np.maximum(s - left, 0), end=e + right)
@@ -295,9 +298,7 @@ def slop(intervals, genome, both=None, left: int = 0, right: int = 0) -> pd.Data
         if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0:
             raise FormatError(f"{nm}: expected a non-negative integer, got {x!r}")
     sizes = _genome(genome)
-    df = read_intervals(intervals, "intervals")
-    if isinstance(intervals, pd.DataFrame) and len(df) == len(intervals):
-        df.index = intervals.index
+    df = read_rows(intervals, "intervals")
     _on_genome(df, sizes, "intervals")
     size = df["chrom"].map(sizes).to_numpy(np.int64)
     return df.assign(start=np.maximum(df["start"].to_numpy() - left, 0),

@@ -59,7 +59,7 @@ from ..formats.level import as_flag
 from ..formats.sparse_interval import SparseInterval
 from ..formats.sparse_list import SparseList
 from ..formats.tensor import Tensor
-from .spatial_entry import DISK_PAD, query_entry
+from .spatial_entry import disk_box as _disk_box, disk_box_scalar as _disk_box_scalar, query_entry
 from .spatial_input import as_coords, boxes_arg, cell_points_arg, pair_arg, radii_arg, radius_arg, replay
 from .workers import check_workers, compiled, map_chunks
 
@@ -345,24 +345,6 @@ def _box_tensor(lo, hi, batched=True) -> Tensor:
     y = SparseInterval(Pattern(), np.ascontiguousarray(lo[:, 1]), np.ascontiguousarray(hi[:, 1]), "both")
     x = SparseInterval(y, np.ascontiguousarray(lo[:, 0]), np.ascontiguousarray(hi[:, 0]), "both")
     return Tensor(Dense(x, len(lo)) if batched else x, name="boxes")
-
-
-def _disk_box(ox, oy, r):
-    """The bounding box of a disk, widened by DISK_PAD * r and two ulps on each side so that
-    rounding in ox ± r or in the distance never cuts off a point the distance test accepts."""
-    lo = lambda v: np.nextafter(np.nextafter(v, -np.inf), -np.inf)
-    hi = lambda v: np.nextafter(np.nextafter(v, np.inf), np.inf)
-    pad = r * DISK_PAD
-    return lo(ox - r - pad), lo(oy - r - pad), hi(ox + r + pad), hi(oy + r + pad)
-
-
-def _disk_box_scalar(ox, oy, r):
-    """`_disk_box` for one disk, on Python floats (a numpy ufunc call on a scalar costs ~0.6 µs)."""
-    up, down = math.inf, -math.inf
-    nx = math.nextafter
-    pad = r * DISK_PAD
-    return (nx(nx(ox - r - pad, down), down), nx(nx(oy - r - pad, down), down),
-            nx(nx(ox + r + pad, up), up), nx(nx(oy + r + pad, up), up))
 
 
 def index(points, cell_points: int = CELL_POINTS) -> PointIndex:

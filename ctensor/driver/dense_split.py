@@ -43,6 +43,7 @@ from ..errors import FormatError
 from ..formats.dense import Dense
 from ..formats.element import Element
 from ..formats.tensor import Tensor
+from .product_ast import is_measure, operand, parse_product
 
 __all__ = ["Split", "SplitKernel", "plan_split"]
 
@@ -57,12 +58,6 @@ class Split:
     out_idxs: tuple        # the original output's indices
     inner_idxs: tuple      # A's indices: the output's without the kept ones, then the contracted ones
     contracted: tuple
-
-
-def _factors(node) -> list:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        return _factors(node.left) + _factors(node.right)
-    return [node]
 
 
 def _is_dense(t) -> bool:
@@ -97,27 +92,17 @@ def _dense_in(idxs, factors, tensors) -> bool:
     return True
 
 
-def _operand(f) -> str:
-    """A factor's text, parenthesised unless it is atomic (`(r*r <= R) * F[j, c]`, not `r*r <= R * F`)."""
-    text = ast.unparse(f)
-    return text if isinstance(f, (ast.Subscript, ast.Name, ast.Call, ast.Constant)) else f"({text})"
-
-
 def plan_split(text, tensors: dict, semiring=None, out=None) -> Split | None:
     """The dense split of `text` over `tensors` (name -> Tensor), or None (module docstring)."""
     if out is not None or semiring not in SUM or not isinstance(text, str):
         return None
     if not any(isinstance(t, Tensor) and _is_dense(t) for t in tensors.values()):
         return None             # no candidate W: decided before parsing
-    from ..lang.parser import _preprocess, parse
-    try:
-        es = parse(text)
-        tree = ast.parse(_preprocess(" ".join(text.split())), mode="exec")
-    except Exception:         # the normal compile reports what is wrong with the text
+    parsed = parse_product(text)
+    if parsed is None:
         return None
-    factors = _factors(tree.body[0].value)
-    measure = [f for f in factors if isinstance(f, ast.Call) and isinstance(f.func, ast.Name) and f.func.id == "d"]
-    rest = [f for f in factors if not any(f is g for g in measure)]
+    es, factors = parsed
+    rest = [f for f in factors if not is_measure(f)]
     for w in rest:
         if not (isinstance(w, ast.Subscript) and isinstance(w.value, ast.Name)):
             continue
@@ -135,7 +120,7 @@ def plan_split(text, tensors: dict, semiring=None, out=None) -> Split | None:
             continue
         inner = tuple(i for i in es.out_idxs if i not in kept) + contracted
         measures = {i: m for i, m in es.measures.items() if i not in contracted}
-        body = " * ".join(_operand(f) for f in others)
+        body = " * ".join(operand(f) for f in others)
         if measures:
             body += f" * d({', '.join(measures)}; {', '.join(measures.values())})"
         return Split(f"{es.out}__dense[{', '.join(inner)}] = {body}", name, idxs, es.out_idxs, inner, contracted)

@@ -15,14 +15,9 @@ from __future__ import annotations
 import ast
 
 from ..formats.tensor import Tensor
+from .product_ast import is_measure, operand, parse_product
 
 MEASURES = ("counting", "lebesgue", "boolean")
-
-
-def _factors(node) -> list:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        return _factors(node.left) + _factors(node.right)
-    return [node]
 
 
 def _binned(t) -> int:
@@ -66,11 +61,6 @@ class _Substitute(ast.NodeTransformer):
         return node
 
 
-def _operand(f) -> str:
-    text = ast.unparse(f)
-    return text if isinstance(f, (ast.Subscript, ast.Name, ast.Call, ast.Constant)) else f"({text})"
-
-
 def rewrite(text, tensors: dict):
     """(`text` with the offsets of grid-binned reads replaced by coordinates, {offset index: its
     coordinate index}) (module docstring), or None."""
@@ -81,14 +71,11 @@ def rewrite(text, tensors: dict):
     binned = {k: _binned(t) for k, t in tensors.items() if _binned(t)}
     if not binned:
         return None
-    from ..lang.parser import _preprocess, parse
-    try:
-        es = parse(text)
-        tree = ast.parse(_preprocess(" ".join(text.split())), mode="exec")
-    except Exception:           # the normal compile reports what is wrong with the text
+    parsed = parse_product(text)
+    if parsed is None:
         return None
-    factors = _factors(tree.body[0].value)
-    rest = [f for f in factors if not (isinstance(f, ast.Call) and isinstance(f.func, ast.Name) and f.func.id == "d")]
+    es, factors = parsed
+    rest = [f for f in factors if not is_measure(f)]
     names = {n.id for f in factors for n in ast.walk(f) if isinstance(n, ast.Name)} | set(es.out_idxs)
     subs = {}
     for f in rest:
@@ -109,7 +96,7 @@ def rewrite(text, tensors: dict):
     if not subs:
         return None
     tr = _Substitute(subs, binned)
-    body = " * ".join(_operand(tr.visit(f)) for f in rest)
+    body = " * ".join(operand(tr.visit(f)) for f in rest)
     idxs = [subs[i][0] if i in subs else i for i in es.measures]
     lhs = f"{es.out}[{', '.join(es.out_idxs)}]"
     return (f"{lhs} = {body} * d({', '.join(idxs)}; {', '.join(es.measures.values())})",

@@ -230,11 +230,17 @@ class VUniformGrid:
                           chunk=lambda ctx: Run(Fiber(self.child, ctx.let(b.add(st["base"], st["cv"]), nm + "_q"),
                                                       cell=(st["lo"], st["stop"]))),
                           next=nxt, stop_eps=-1)
-        fill = lambda ctx, e: Run(FillLeaf(self.fill))
-        body = Sequence([PhaseSpec(fill, stop=lambda ctx, e: Extent.real().minus_unit(st["first"])),
-                         PhaseSpec(lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
-                         PhaseSpec(fill)])
-        return Thunk(body, preamble=preamble)
+        return Thunk(cells_between_fills(stepper, self.fill, st), preamble=preamble)
+
+
+def cells_between_fills(stepper, fill, st) -> Sequence:
+    """The real axis of a cell level: the fill value before the first cell's edge `st["first"]`,
+    the cells (`stepper`) up to the last edge `st["last"]`, the fill value after (UniformGrid,
+    UnitCells)."""
+    run_fill = lambda ctx, e: Run(FillLeaf(fill))
+    return Sequence([PhaseSpec(run_fill, stop=lambda ctx, e: Extent.real().minus_unit(st["first"])),
+                     PhaseSpec(lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
+                     PhaseSpec(run_fill)])
 
 
 def uniform_edges(lo: float, hi: float, n: int) -> np.ndarray:

@@ -28,9 +28,10 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I32, I64, PtrType
 from ..limits import Limit
-from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence, Stepper, Switch, Thunk
+from ..looplets.nodes import FillLeaf, Fiber, Run, Stepper, Switch, Thunk
 from .affine import see
 from .level import Level, as_shape
+from .uniform_grid import cells_between_fills
 
 
 class UnitCells(Level):
@@ -200,8 +201,4 @@ class VUnitCells:
 
         stepper = Stepper(seek=seek, preamble=step_preamble, stop=lambda ctx: st["stop"], chunk=chunk,
                           next=nxt, stop_eps=-1)
-        fill = lambda ctx, e: Run(FillLeaf(self.fill))
-        body = Sequence([PhaseSpec(fill, stop=lambda ctx, e: Extent.real().minus_unit(st["first"])),
-                         PhaseSpec(lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
-                         PhaseSpec(fill)])
-        return Thunk(body, preamble=preamble)
+        return Thunk(cells_between_fills(stepper, self.fill, st), preamble=preamble)

@@ -1,0 +1,117 @@
+"""Run many programs in worker subprocesses, so that a segfault or a hang is reported, not fatal.
+
+The parent splits programs 0..n-1 into chunks; up to `jobs` workers (``python -m tests.fuzz
+--worker SEED START STOP``) run one chunk each and print one JSON line per program, preceded by a
+``start`` line; a worker that dies (a signal, an abort in LLVM) or goes silent for `hang_s` is
+killed, the program it had started is recorded as a ``crash`` (``phase: worker``), and the rest of
+its chunk goes to a new worker.  Workers share one fresh CTENSOR_CACHE_DIR (a temporary directory)
+so that compile times are cold ones, and each chunk starts a fresh process (kernels are not freed:
+issue 31 (g)).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from .check import run_one
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def worker(seed: int, start: int, stop: int, timeout: float) -> None:
+    for k in range(start, stop):
+        print(json.dumps({"start": k}), flush=True)
+        print(json.dumps(run_one(seed, k, timeout)), flush=True)
+
+
+def _run_chunk(seed, start, stop, timeout, hang_s, env, out: list, lock):
+    """Run programs start..stop-1 in as many workers as it takes; append records to `out`."""
+    k = start
+    while k < stop:
+        cmd = [sys.executable, "-m", "tests.fuzz", "--worker", "--seed", str(seed), "--start", str(k),
+               "--stop", str(stop), "--timeout", str(timeout)]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        last = {"t": time.monotonic()}
+        lines: deque = deque()
+
+        def read():
+            for line in proc.stdout:
+                lines.append(line)
+                last["t"] = time.monotonic()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        started, hung = None, False
+        while True:
+            while lines:
+                msg = json.loads(lines.popleft())
+                if "start" in msg:
+                    started = msg["start"]
+                else:
+                    with lock:
+                        out.append(msg)
+                    started, k = None, msg["k"] + 1
+            if proc.poll() is not None and not reader.is_alive():
+                break
+            if time.monotonic() - last["t"] > hang_s:
+                proc.kill()
+                hung = True
+            time.sleep(0.05)
+        while lines:                                   # lines read after the last check
+            msg = json.loads(lines.popleft())
+            if "start" in msg:
+                started = msg["start"]
+            else:
+                with lock:
+                    out.append(msg)
+                started, k = None, msg["k"] + 1
+        err = proc.stderr.read()
+        if started is not None:                        # the worker died inside a program
+            with lock:
+                out.append({"seed": seed, "k": started, "outcome": "crash", "phase": "worker",
+                            "error": ("hang (no output for %.0f s)" % hang_s) if hung else
+                            f"worker exited with {proc.returncode}", "stderr": err[-2000:]})
+            k = started + 1
+        elif proc.returncode != 0 and k < stop:
+            raise RuntimeError(f"worker failed outside a program (exit {proc.returncode}): {err[-2000:]}")
+
+
+def run(seed: int, programs: int, jobs: int = 1, chunk: int = 40, timeout: float = 60.0,
+        hang_s: float = 240.0, cache_dir: str | None = None, progress=None) -> list:
+    """Records of programs 0..programs-1 of run `seed`, sorted by program number."""
+    env = dict(os.environ)
+    tmp = None
+    if cache_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="ctensor-fuzz-cache-")
+        cache_dir = tmp.name
+    env["CTENSOR_CACHE_DIR"] = cache_dir
+    env.setdefault("PYTHONHASHSEED", "0")
+    chunks = deque((a, min(a + chunk, programs)) for a in range(0, programs, chunk))
+    out, lock = [], threading.Lock()
+
+    def work():
+        while True:
+            with lock:
+                if not chunks:
+                    return
+                a, b = chunks.popleft()
+            _run_chunk(seed, a, b, timeout, hang_s, env, out, lock)
+            if progress:
+                with lock:
+                    progress(len(out), programs)
+
+    threads = [threading.Thread(target=work) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if tmp is not None:
+        tmp.cleanup()
+    return sorted(out, key=lambda r: r["k"])

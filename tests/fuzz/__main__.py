@@ -16,7 +16,8 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=40, help="programs per worker process")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per phase of one program")
     ap.add_argument("--out", help="write the summary (and every failure) as JSON here")
-    ap.add_argument("--records", help="write every program's record as JSON lines here")
+    ap.add_argument("--records", help="write every program's record as JSON lines here (as they arrive)")
+    ap.add_argument("--summarize", help="print the summary of a records file (of a run in progress too)")
     ap.add_argument("--only", type=int, help="run program K in-process and print everything")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--start", type=int, help=argparse.SUPPRESS)
@@ -25,6 +26,11 @@ def main(argv=None) -> int:
     if a.worker:
         from .runner import worker
         worker(a.seed, a.start, a.stop, a.timeout)
+        return 0
+    if a.summarize:
+        from .summary import render, summarize
+        with open(a.summarize) as f:
+            print(render(summarize([json.loads(line) for line in f], a.seed)))
         return 0
     if a.only is not None:
         from .check import run_one
@@ -42,7 +48,7 @@ def main(argv=None) -> int:
     def progress(done, total):
         print(f"\r{done}/{total} programs, {time.time() - t0:.0f} s", end="", file=sys.stderr, flush=True)
 
-    records = run(a.seed, a.programs, a.jobs, a.chunk, a.timeout, progress=progress)
+    records = run(a.seed, a.programs, a.jobs, a.chunk, a.timeout, progress=progress, records=a.records)
     print(file=sys.stderr)
     s = summarize(records, a.seed)
     s["wall_s"] = round(time.time() - t0, 1)
@@ -52,10 +58,6 @@ def main(argv=None) -> int:
     if a.out:
         with open(a.out, "w") as f:
             json.dump(s, f, indent=1)
-    if a.records:
-        with open(a.records, "w") as f:
-            for r in records:
-                f.write(json.dumps(r) + "\n")
     return 1 if s["failures"] else 0
 
 

@@ -173,6 +173,13 @@ def run_program(prog, timeout=60.0) -> dict:
 
 
 def run_one(seed: int, k: int, timeout=60.0) -> dict:
+    t0 = time.perf_counter()
+    rec = _run_one(seed, k, timeout)
+    rec["total_s"] = round(time.perf_counter() - t0, 3)
+    return rec
+
+
+def _run_one(seed, k, timeout):
     try:
         prog = generate(seed, k)
     except Exception as e:                                      # noqa: BLE001 - a generator defect

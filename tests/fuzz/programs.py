@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import levels
-from .semirings import user_semiring
+from .semirings import available as user_semirings_available, user_semiring
 
 REAL_IDX = ["x", "y", "z"]
 INT_IDX = ["i", "j", "k"]
@@ -214,7 +214,10 @@ def _generate(rng, seed, k) -> Program:
         expr = f"{expr} * {_pick(rng, sorted(used))}"
 
     # semiring
-    if has_bool:
+    if has_bool and user_semirings_available() and rng.random() < 0.3:
+        # nested reductions (∑_j ∨_x: boolean indices reduce with ∨ first under a non-idempotent ⊕)
+        semiring = _pick(rng, ["+", "user"])
+    elif has_bool:
         semiring = _pick(rng, [None, "min", "max", "or"]) if all(m == "boolean" for m in d_meas) else \
             _pick(rng, ["min", "max", "or"])
     else:

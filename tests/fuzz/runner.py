@@ -31,7 +31,17 @@ def worker(seed: int, start: int, stop: int, timeout: float) -> None:
         print(json.dumps(run_one(seed, k, timeout)), flush=True)
 
 
-def _run_chunk(seed, start, stop, timeout, hang_s, env, out: list, lock):
+def _keep(msg, out, lock, sink):
+    """Record one program's outcome (and append it to the JSON-lines file `sink` at once, so a
+    long run can be triaged while it runs and survives an interruption)."""
+    with lock:
+        out.append(msg)
+        if sink is not None:
+            sink.write(json.dumps(msg) + "\n")
+            sink.flush()
+
+
+def _run_chunk(seed, start, stop, timeout, hang_s, env, out: list, lock, sink=None):
     """Run programs start..stop-1 in as many workers as it takes; append records to `out`."""
     k = start
     while k < stop:
@@ -55,8 +65,7 @@ def _run_chunk(seed, start, stop, timeout, hang_s, env, out: list, lock):
                 if "start" in msg:
                     started = msg["start"]
                 else:
-                    with lock:
-                        out.append(msg)
+                    _keep(msg, out, lock, sink)
                     started, k = None, msg["k"] + 1
             if proc.poll() is not None and not reader.is_alive():
                 break
@@ -69,22 +78,20 @@ def _run_chunk(seed, start, stop, timeout, hang_s, env, out: list, lock):
             if "start" in msg:
                 started = msg["start"]
             else:
-                with lock:
-                    out.append(msg)
+                _keep(msg, out, lock, sink)
                 started, k = None, msg["k"] + 1
         err = proc.stderr.read()
         if started is not None:                        # the worker died inside a program
-            with lock:
-                out.append({"seed": seed, "k": started, "outcome": "crash", "phase": "worker",
-                            "error": ("hang (no output for %.0f s)" % hang_s) if hung else
-                            f"worker exited with {proc.returncode}", "stderr": err[-2000:]})
+            _keep({"seed": seed, "k": started, "outcome": "crash", "phase": "worker",
+                   "error": ("hang (no output for %.0f s)" % hang_s) if hung else
+                   f"worker exited with {proc.returncode}", "stderr": err[-2000:]}, out, lock, sink)
             k = started + 1
         elif proc.returncode != 0 and k < stop:
             raise RuntimeError(f"worker failed outside a program (exit {proc.returncode}): {err[-2000:]}")
 
 
 def run(seed: int, programs: int, jobs: int = 1, chunk: int = 40, timeout: float = 60.0,
-        hang_s: float = 240.0, cache_dir: str | None = None, progress=None) -> list:
+        hang_s: float = 240.0, cache_dir: str | None = None, progress=None, records=None) -> list:
     """Records of programs 0..programs-1 of run `seed`, sorted by program number."""
     env = dict(os.environ)
     tmp = None
@@ -95,6 +102,7 @@ def run(seed: int, programs: int, jobs: int = 1, chunk: int = 40, timeout: float
     env.setdefault("PYTHONHASHSEED", "0")
     chunks = deque((a, min(a + chunk, programs)) for a in range(0, programs, chunk))
     out, lock = [], threading.Lock()
+    sink = open(records, "w") if records else None
 
     def work():
         while True:
@@ -102,7 +110,7 @@ def run(seed: int, programs: int, jobs: int = 1, chunk: int = 40, timeout: float
                 if not chunks:
                     return
                 a, b = chunks.popleft()
-            _run_chunk(seed, a, b, timeout, hang_s, env, out, lock)
+            _run_chunk(seed, a, b, timeout, hang_s, env, out, lock, sink)
             if progress:
                 with lock:
                     progress(len(out), programs)
@@ -114,4 +122,6 @@ def run(seed: int, programs: int, jobs: int = 1, chunk: int = 40, timeout: float
         t.join()
     if tmp is not None:
         tmp.cleanup()
+    if sink is not None:
+        sink.close()
     return sorted(out, key=lambda r: r["k"])

@@ -8,11 +8,12 @@ from .errors import FormatError, InvalidProgramError, KernelError, ValidityUnkno
 from .formats import (Dense, Element, Level, Pattern, SparseByteMap, SparseInterval, SparseList,
                       SparsePoint, SparseRunList, Tensor, UniformGrid, UnitCells, box, interval_set, intervals, points)
 from .lang.measure import Measure
+from .lang.semiring import Semiring
 from .limits import EPS, Limit, drop_eps, minus_eps, plus_eps
 from .runtime import Kernel, compile, einsum, kernel_cache
 
 __all__ = ["FormatError", "InvalidProgramError", "KernelError", "ValidityUnknown", "Dense", "Element", "Level",
            "Pattern", "SparseByteMap", "SparseInterval", "SparseList", "SparsePoint", "SparseRunList", "Tensor",
            "UniformGrid", "UnitCells", "box", "interval_set", "intervals", "points", "Limit", "EPS", "drop_eps", "plus_eps",
-           "minus_eps", "Kernel", "compile", "einsum", "kernel_cache", "Measure"]
+           "minus_eps", "Kernel", "compile", "einsum", "kernel_cache", "Measure", "Semiring"]
 __version__ = "0.1.0"

@@ -54,8 +54,9 @@ def test_boolean_measure_or():
     assert r.semiring == "or" and r.fill is False
     assert [r.at(i) for i in (0, 1, 2, 7)] == [False, True, False, False]
     assert r.pieces() == [((1,), True)]
-    with pytest.raises(ValueError):  # boolean measure needs an idempotent semiring
-        evaluate("o[i] = (S[i, x] & B[x]) * d(x; boolean)", {"S": S, "B": B}, semiring="+")
+    # under + the boolean index reduces with ∨ inside the sum (∑ over no other index: the ∨ itself)
+    r = evaluate("o[i] = (S[i, x] & B[x]) * d(x; boolean)", {"S": S, "B": B}, semiring="+")
+    assert [r.at(i) for i in (0, 1, 2, 7)] == [0.0, 1.0, 0.0, 0.0]
 
 
 def test_2d_interval_set_times_line():

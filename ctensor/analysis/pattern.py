@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ..lang.affine import coef_poly, const_poly
 from ..lang.nodes import EAccess, ECall, EIndex, ELit, EScalar
 from ..lang.program import accesses
-from ..lower.ops import REDUCTIONS
+from ..lang.semiring import identity
 from ..lower.simplify import ANNIHILATORS
 
 
@@ -75,6 +75,7 @@ _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.
          "**": operator.pow, "min": min, "max": max, "lt": operator.lt, "le": operator.le,
          "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
          "neg": operator.neg, "not": operator.not_, "abs": abs, "sqrt": math.sqrt,
+         "exp": math.exp, "log": lambda v: -math.inf if v == 0 else math.log(v),
          "and": lambda a, b: a and b, "or": lambda a, b: a or b, "xor": operator.xor}
 
 
@@ -115,7 +116,7 @@ def _at_fill(e, target: EAccess, fill, term=None) -> tuple:
 def is_guard(rhs, acc: EAccess, fill, op: str) -> bool:
     """True when the right-hand side is the output fill (⊕'s identity) wherever `acc` is its fill."""
     v = _at_fill(rhs, acc, fill)[0]
-    return v is not _UNKNOWN and not (isinstance(v, float) and math.isnan(v)) and v == REDUCTIONS[op][0]
+    return v is not _UNKNOWN and not (isinstance(v, float) and math.isnan(v)) and v == identity(op)
 
 
 def guards_term(rhs, acc: EAccess, fill, term) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import InvalidProgramError
 from ..formats.dense import Dense
 from ..formats.sparse_byte_map import SparseByteMap
 from ..ir import build as b
@@ -26,7 +27,9 @@ from ..lang.program import accesses, scalar_names
 from ..looplets.nodes import Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower, read_scalars
-from ..lower.nest import expanded_terms, loop_nest, mark_all_unions, mark_unions, reduction_terms, union_read
+from ..lang.nesting import inner_indices
+from ..lower.nest import (expanded_terms, loop_nest, mark_all_unions, mark_unions, nested_nest, reduction_terms,
+                          union_read)
 from ..lower.notation import Access, ScalarOut, Val, walk_accesses
 from ..lower.program_notation import counting_additive, notation, root_cover
 from ..lower.tile import plan_tiles, tile_extents
@@ -101,7 +104,7 @@ def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_su
     if tiling is not None:
         extents, order = tile_extents(tiling, extents), tiling.order
     random_access = out_fmt is None or all(isinstance(lv, (Dense, SparseByteMap)) for lv in out_fmt.levels()[:-1])
-    fission = random_access and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
+    fission = random_access and plan.op == "+" and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
         and counting_additive(plan, tensors)
     # a float sum under Lebesgue (or counting, pinned as for integers) measures on real indices
     # splits too (code linear in the terms, not exponential): exact while every term's integral
@@ -130,7 +133,16 @@ def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_su
             merge_output = ctx.unordered_output = True
     if terms is None:
         rhs = mark_all_unions(rhs, tensors)      # one nest over a long mixed expression: keep its code linear
-    lower(ctx, read_scalars(ctx, loop_nest(order, extents, lhs, plan.op, rhs, plan.measures, terms, split_at)))
+    inner = inner_indices(plan.op, plan.measures)
+    if inner:            # ∑_j ∨_x (`lang.nesting`): one nest, a boolean temporary per outer point
+        if tiling is not None or terms is not None:
+            raise InvalidProgramError(f"the nested reduction (∨ over {sorted(inner)} inside {plan.op!r}) of "
+                                      f"{es.text!r} over a UniformGrid is not lowered")
+        any_ = Access(ScalarOut(ctx.mut(ir.I1, b.FALSE, "any"), "bool"), (), "∨", "update")
+        nest = nested_nest(order, extents, lhs, plan.op, rhs, plan.measures, inner, any_)
+    else:
+        nest = loop_nest(order, extents, lhs, plan.op, rhs, plan.measures, terms, split_at)
+    lower(ctx, read_scalars(ctx, nest))
     if out_fmt is None:
         val = ir.Read(acc) if plan.out_kind != "bool" else b.cast(I8, ir.Read(acc))
         ctx.emit(ir.Store(ir.Read(cell), b.i64(0), val))

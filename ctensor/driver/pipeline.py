@@ -18,6 +18,7 @@ from ..analysis.guards import enabled_by_default
 from ..errors import InvalidProgramError
 from ..formats.level import Level
 from ..formats.tensor import Tensor
+from ..lang.semiring import Semiring
 from ..runtime.args import read_args, split_args, user_measures
 from ..runtime.kernel import Kernel
 from ..runtime.output_format import check_output_format, default_output, output_key
@@ -90,6 +91,8 @@ def dense_split(text, kwargs, *, order=None, **options):
 
 
 def _option_key(v):
+    if isinstance(v, Semiring):        # its definition (parsed expressions, typed constants), not its name
+        return v.key()
     return output_key(v) if isinstance(v, Level) else v
 
 

@@ -28,7 +28,7 @@ from .types import F64, I1, I64, SCALARS, PtrType, ScalarType
 ARITH_OPS = {"add", "sub", "mul", "div", "rem", "min", "max"}
 BIT_OPS = {"and", "or", "xor"}
 CMP_OPS = {"lt", "le", "gt", "ge", "eq", "ne"}
-UN_OPS = {"neg", "not", "sqrt", "abs", "floor", "nextup", "nextdown"}
+UN_OPS = {"neg", "not", "sqrt", "abs", "floor", "exp", "log", "nextup", "nextdown"}
 
 
 def _is_scalar(t) -> bool:
@@ -98,6 +98,7 @@ class _Verifier:
             ok = {"neg": _is_scalar(t) and t != I1, "not": _is_scalar(t) and t.is_int,
                   "abs": _is_scalar(t) and t != I1,
                   "sqrt": _is_scalar(t) and t.is_float, "floor": _is_scalar(t) and t.is_float,
+                  "exp": _is_scalar(t) and t.is_float, "log": _is_scalar(t) and t.is_float,
                   "nextup": t == F64, "nextdown": t == F64}
             if not ok[e.op]:
                 self.fail(f"{e.op} is not defined on {t}")

@@ -15,8 +15,10 @@ semiring, output type.
   `order=` is checked against the same constraints; the plan's accesses carry, as `idxs`, the
   index each dimension is lowered at;
 * measures: reduction indices are those not on the left; a real reduction index needs a measure,
-  an integer one defaults to counting; the boolean measure needs an idempotent semiring;
-* semiring: '+' by default, 'or' when every measure is boolean;
+  an integer one defaults to counting; under a non-idempotent ⊕ the boolean measure's indices
+  reduce with ∨ innermost (`lang.nesting`);
+* semiring: '+' by default, 'or' when every measure is boolean; a name or a `ct.Semiring`
+  (`lang.semiring.resolve`);
 * validity (continuous paper §4.3): `ctensor.analysis.validity.check_program`, before any
   "not lowered" error (`_check_lowerable`), so an invalid program is reported as invalid.
 """
@@ -25,12 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import InvalidProgramError
-from ..lower.ops import RANK, REDUCTIONS, SEMIRINGS
+from ..lower.ops import RANK
 from .affine import NotAffine, coef_poly, form, names_in_order, rebind_access
 from .affine import scalar_names as dim_scalar_names
 from .nodes import EAccess, ECall, EIndex, ELit, EScalar, Einsum
-from .measure import Measure
+from .nesting import inner_indices, innermost, output_type
 from .parser import MEASURES
+from .semiring import resolve as resolve_semiring
 
 
 @dataclass
@@ -40,7 +43,7 @@ class Plan:
     kinds: dict             # index -> 'int' | 'real'
     source: dict            # index -> (tensor name, depth) of a level addressing it
     measures: dict          # reduction index -> measure
-    op: str                 # reduction operator ⊕
+    op: object              # reduction operator ⊕: a name of lower.ops.REDUCTIONS or a ct.Semiring
     out_kind: str           # 'bool' | 'int' | 'float'
     fill: object            # output fill = identity of ⊕
     rhs: object = None      # the right-hand side with index names bound (EIndex, rebound accesses)
@@ -209,16 +212,7 @@ def front_end(es: Einsum, tensors: dict, scalars: dict, semiring=None, require_s
         else:
             raise InvalidProgramError(f"reduction over the real index {i!r} needs a measure: add "
                                       f"'* d({i}; lebesgue)' (or counting, boolean) to {es.text!r}")
-    if semiring is None:
-        op = "or" if measures and all(m == "boolean" for m in measures.values()) else "+"
-    else:
-        if semiring not in SEMIRINGS:
-            raise InvalidProgramError(f"unknown semiring {semiring!r}; use one of {sorted(set(SEMIRINGS))}")
-        op = SEMIRINGS[semiring]
-    if op == "+" and "boolean" in measures.values():
-        raise InvalidProgramError("the boolean measure needs an idempotent semiring: pass semiring='or' "
-                                  "(or 'min'/'max')")
-    return FrontEnd(rhs, kinds, source, measures, op)
+    return FrontEnd(rhs, kinds, source, measures, resolve_semiring(semiring, measures, es.text))
 
 
 def _mixed_indices(rhs, tensors) -> set:
@@ -338,22 +332,10 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     verdict = check_program(fe.rhs, tensors, fe.kinds, fe.measures, fe.op, es.text, assume_valid=assume_valid)
     rhs, kinds, source, measures, op = fe.rhs, fe.kinds, fe.source, fe.measures, fe.op
     _check_lowerable(rhs, kinds, es.text, tensors, scalars)
-    rk = value_kind(rhs, tensors, scalars, kinds)
-    if op == "+":
-        if measures:
-            out_kind = "float" if rk == "float" or any(m == "lebesgue" or isinstance(m, Measure)
-                                                       for m in measures.values()) else "int"
-        else:
-            out_kind = rk
-            if rk == "bool":
-                op = "or"
-    elif op in ("or", "and"):
-        out_kind = "bool"
-    else:
-        out_kind = "float"
-    fill = REDUCTIONS[op][0]
-    fill = bool(fill) if out_kind == "bool" else (float(fill) if out_kind == "float" else int(fill))
-    order, rhs = _loop_order(es, rhs, kinds, order, _pointlike(rhs, tensors, kinds, measures))
+    op, out_kind, fill = output_type(op, value_kind(rhs, tensors, scalars, kinds), measures, kinds, es.text)
+    pointlike, bound = _pointlike(rhs, tensors, kinds, measures), rhs
+    order, rhs = innermost(lambda o: _loop_order(es, bound, kinds, o, pointlike), order, inner_indices(op, measures),
+                           es.text)
     for acc in accesses(rhs):
         for d, lvl, i in zip(acc.dims, tensors[acc.tensor].modes(), acc.idxs):
             if lvl.coord == "real" and kinds[i] == "int":

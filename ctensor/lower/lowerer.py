@@ -23,6 +23,7 @@ from .ops import REDUCTIONS, combine, convert, kind, to_ir
 from .program_notation import notation
 from .simplify import MAYBE, PRESENT, TRACKED, simplify
 from .hoist import hoist_factors
+from .user_reduction import collapse_user, needs_points
 from .tile import lower_piece
 
 
@@ -155,6 +156,10 @@ def collapse(ctx, loop: Loop):
     for a in walk_accesses(loop.body):
         if a.idxs and a.idxs[0] == idx:
             raise InvalidProgramError(f"access {a.name}[{', '.join(a.idxs)}] could not be lowered at index {idx}")
+    if not ext.continuous and ext.start is not ext.stop and \
+            any(needs_points(a.op, a.measures.get(idx)) for a in walk_assigns(loop.body)):
+        _enumerate(ctx, loop)      # a user ⊕ without idempotence or repeat: one ⊕ per point
+        return
     cache = {}
 
     def weight(name, make):
@@ -168,6 +173,8 @@ def collapse(ctx, loop: Loop):
             return a                       # idx is an output index whose write took the whole run
         rest = {k: v for k, v in a.measures.items() if k != idx}
         a2 = a.with_(measures=rest)
+        if not isinstance(a.op, str) and not (m == "counting" and ext.continuous):
+            return collapse_user(ctx, a, a2, m, ext, weight)      # a `ct.Semiring`
         if not isinstance(m, str):                  # a user measure (`lang.measure.Measure`)
             w = weight("w", lambda: user_weight(ctx, m, ext))
             if a.op == "+":
@@ -290,10 +297,16 @@ def _collapse_index_value(ctx, loop: Loop):
         body = subst_index(loop.body, idx, Val(ext.start.v, "float"))
         lower(ctx, Loop(idx, Extent(ext.start, ext.start, True), body))
         return
+    _enumerate(ctx, loop, subst=True)
+
+
+def _enumerate(ctx, loop: Loop, subst=False):
+    """Lower the body once per point of an integer extent (`subst`: with the index's value)."""
+    idx, ext = loop.idx, loop.ext
     j = ir.Var(ctx.fresh(idx), ext.start.v.type, "let")
     point = SymLimit(ir.Read(j), b.i8(0))
     with ctx.block() as inner:
-        body = subst_index(loop.body, idx, Val(ir.Read(j), "int"))
+        body = subst_index(loop.body, idx, Val(ir.Read(j), "int")) if subst else loop.body
         lower(ctx, Loop(idx, Extent(point, point, False), body))
     ctx.emit(ir.For(j, ext.start.v, b.add(ext.stop.v, b.i64(1)), inner))
 

@@ -90,17 +90,39 @@ def loop_nest(order, extents, lhs, op, rhs, measures, terms=None, split_at=None)
     each term t in its own nest of the loops order[split_at:] (see the module docstring); None or
     one term: no split."""
     def wrap(idxs, stmt):
-        for i in reversed(idxs):
-            ext = extents[i]
-            stmt = Loop(i, ext, stmt)
-            if not ext.continuous:
-                stmt = Sieve(ext.nonempty(), stmt)
-        return stmt
+        return _wrap(idxs, stmt, extents)
 
     if split_at is None or terms is None or len(terms) < 2:
         return wrap(order, Assign(lhs, op, rhs, dict(measures)))
     inner = Block([wrap(order[split_at:], Assign(lhs, op, t, dict(measures))) for t in terms])
     return wrap(order[:split_at], inner)
+
+
+def _wrap(idxs, stmt, extents):
+    for i in reversed(idxs):
+        ext = extents[i]
+        stmt = Loop(i, ext, stmt)
+        if not ext.continuous:
+            stmt = Sieve(ext.nonempty(), stmt)
+    return stmt
+
+
+def nested_nest(order, extents, lhs, op, rhs, measures, inner, any_):
+    """`lhs op= (∨ over the indices `inner` of rhs)` weighed by the other measures (`lang.nesting`:
+    ∑_j ∨_x): the indices `inner` are the innermost loops of `order`; per point of the others the
+    boolean temporary `any_` (an Access of a `ScalarOut`) is set false, ∨-accumulated by the inner
+    loops, then ⊕-added into lhs, where the collapse of the outer loops weighs it."""
+    outer = [i for i in order if i not in inner]
+    body = Block([Assign(any_, "=", Lit(False), {}),
+                  _wrap(order[len(outer):], Assign(any_, "or", rhs, {i: m for i, m in measures.items() if i in inner}),
+                        extents),
+                  Assign(lhs, op, Val(_read(any_.tns.var), "bool"), {i: m for i, m in measures.items() if i not in inner})])
+    return _wrap(outer, body, extents)
+
+
+def _read(var):
+    from ..ir import nodes as ir
+    return ir.Read(var)
 
 
 def _operand(t):

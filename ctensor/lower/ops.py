@@ -58,7 +58,7 @@ def kind(node) -> str:
             return max(ks, key=RANK.get)
         if op in COMPARE or op == "not":
             return "bool"
-        if op in ("/", "sqrt", "wmul"):
+        if op in ("/", "sqrt", "exp", "log", "wmul"):
             return "float"
         if op == "*" and all(k == "bool" for k in ks):
             return "bool"
@@ -143,8 +143,9 @@ def _call(ctx, node, k):
     if op == "neg":
         return b.neg(to_ir(ctx, args[0], k))
     if op in ("sqrt", "abs"):
-        from ..ir import nodes as ir
         return ir.Un(op, to_ir(ctx, args[0], k))
+    if op in ("exp", "log"):                  # llvm.exp / llvm.log: log(0) = -inf, log(x < 0) = NaN
+        return ir.Un(op, to_ir(ctx, args[0], "float"))
     if op == "**":
         base, exp = args
         if not (isinstance(exp, Lit) and isinstance(exp.value, int) and 0 <= exp.value <= 16):
@@ -180,6 +181,9 @@ def combine(op: str, old, new, ctx=None):
     answer); without it (a merge of values already checked) it wraps."""
     if op == "=":
         return new
+    if not isinstance(op, str):            # a `ct.Semiring`
+        from .user_reduction import combine_user
+        return combine_user(ctx, op, old, new)
     if op == "+":
         if ctx is not None and old.type == I64:
             return checked_add(ctx, old, new)

@@ -28,7 +28,7 @@ from ..errors import InvalidProgramError
 from ..ir import build as b
 from ..looplets.nodes import FillLeaf, Value
 from .notation import MISSING, Access, Assign, Block, Call, Lit, Loop, Sieve, Val, uses_index, walk_accesses
-from .ops import REDUCTIONS
+from ..lang.semiring import identity
 
 # `Call(CUT, (value, a1, a2, ...))` has the value `value`; the accesses a1, a2, ... are read only for
 # the partition they cut.  `(A[x] * 0 + C[x]) * d(x; counting)` with A a pinpoint at 12 inside a run of
@@ -69,7 +69,21 @@ def _nan_max(a, b):
 _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
          "**": operator.pow, "min": _nan_min, "max": _nan_max, "lt": operator.lt, "le": operator.le,
          "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
-         "neg": operator.neg, "not": operator.not_, "sqrt": math.sqrt, "abs": abs}
+         "neg": operator.neg, "not": operator.not_, "sqrt": math.sqrt, "abs": abs,
+         "exp": lambda v: _exp(v), "log": lambda v: _log(v)}
+
+
+def _exp(v):
+    """exp as the generated code computes it (llvm.exp): inf past the float range, not an error."""
+    try:
+        return math.exp(v)
+    except OverflowError:
+        return math.inf
+
+
+def _log(v):
+    """log as llvm.log: -inf at 0, NaN below it."""
+    return -math.inf if v == 0 else math.nan if v < 0 or v != v else math.log(v)
 
 
 def _lit_is(a, values) -> bool:
@@ -90,7 +104,7 @@ def _fold(op, args):
     if f is None:
         return None
     try:
-        out = vals[0] if len(vals) == 1 and op not in ("neg", "not", "sqrt", "abs") else None
+        out = vals[0] if len(vals) == 1 and op not in ("neg", "not", "sqrt", "abs", "exp", "log") else None
         if out is None:
             out = f(*vals) if len(vals) <= 2 else None
             if out is None:
@@ -309,7 +323,7 @@ def simplify(node, real=frozenset()):
         keep = frozenset(i for i, m in node.measures.items() if m == "counting" and i in real)
         rhs = simplify_expr(node.rhs, keep)
         val = rhs.args[0] if isinstance(rhs, Call) and rhs.op == CUT else rhs
-        ident = REDUCTIONS.get(node.op, (None,))[0]
+        ident = identity(node.op)
         if ident is not None and isinstance(val, Lit) and val.value == ident or \
                 isinstance(val, Lit) and val.value is MISSING:
             return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..formats.level import Level, as_flag
 from ..lang.measure import Measure
+from ..lang.semiring import Semiring
 from ..formats.tensor import Tensor, check_nest
 from ..analysis.guards import enabled_by_default
 from ..lang.program import check_order
@@ -43,8 +44,8 @@ def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=No
         raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
                         f"got {type(out).__name__}")
     check_order(order)
-    if semiring is not None and not isinstance(semiring, str):    # before it reaches the cache's dict
-        raise TypeError(f"semiring= must be a str such as '+', 'min' or '(min,+)', got {semiring!r}")
+    if semiring is not None and not isinstance(semiring, (str, Semiring)):    # before it reaches the cache's dict
+        raise TypeError(f"semiring= must be a name such as '+', 'min' or '(min,+)', or a ct.Semiring, got {semiring!r}")
     as_flag(assume_valid, "assume_valid")
     guards = enabled_by_default() if prove_guards is None else as_flag(prove_guards, "prove_guards")
     ms = tuple(sorted((k, m.weight) for k, m in user_measures(kwargs).items()))
@@ -62,9 +63,12 @@ def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=Fals
         ``Out[i, ...] = expr * d(j, ...; measure, ...)`` (continuous paper Fig. 2).  Measures:
         lebesgue, counting, boolean, or the name of a `ct.Measure` passed as a keyword argument
         (a user measure: a weight of the partition's bounds, ``m=ct.Measure("hi**2 - lo**2")``).
-    semiring : '+' (default), 'or', 'min', 'max' (or a paper name such as '(min,+)'): the reduction
+    semiring : '+' (default), 'or', 'min', 'max' (or a paper name such as '(min,+)'), or a
+        `ct.Semiring` (⊕ as an expression of a and b, with its identity and laws): the reduction
         operator ⊕, whose identity is the output's fill value.  Default 'or' when every measure is
-        boolean.
+        boolean.  Under a non-idempotent ⊕ the boolean measure's indices reduce with ∨ innermost
+        (∑_j ∨_x, `ctensor.lang.nesting`).  A semiring is part of the kernel's key by its
+        definition.
     order : sequence of index names, outermost first; default: the storage order of the tensors.
     out : a Tensor or Level giving the output format; default Dense for integer output modes and
         SparseRunList for real ones, over Element(identity of ⊕).

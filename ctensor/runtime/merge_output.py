@@ -15,7 +15,8 @@ one are the output's own indices), and this module combines them with the reduct
   writer does;
 * pinpoints / ids: entries at one coordinate are ⊕-reduced (`ufunc.reduceat` after a sort).
 
-⊕ is one of the semirings' reductions (+, or, and, min, max) as a numpy ufunc.  This is the freeze
+⊕ is a built-in reduction (+, or, and, min, max) as a numpy ufunc, or a user one (`ct.Semiring`)
+evaluated with numpy (`runtime.reduce_np`).  This is the freeze
 of a level whose writes arrive out of order (sorted and combined once, when the output is frozen),
 applied to continuous runs; the einsum's values themselves are all computed by the kernel.  Exact:
 integer sums by a running total (exact modulo 2**64 in any order), every other ⊕ per segment over
@@ -33,7 +34,7 @@ from ..formats.sparse_byte_map import SparseByteMap
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
 
-UFUNCS = {"+": np.add, "or": np.logical_or, "and": np.logical_and, "min": np.minimum, "max": np.maximum}
+from .reduce_np import UFUNCS, reducer  # noqa: F401 (UFUNCS re-exported)
 
 
 def _ranks(keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -111,7 +112,7 @@ def _range_reduce(a, z, val, nseg, op):
     """seg[j] = ⊕ of val[k] over the k with a[k] <= j < z[k], by a segment tree: each range is ⊕-added
     into its O(log nseg) canonical nodes (bottom-up, vectorised over the ranges), then every node is
     pushed down into its children; ⊕ is associative and commutative."""
-    ufunc = UFUNCS[op]
+    ufunc = reducer(op)
     size = 1
     while size < max(nseg, 1):
         size *= 2
@@ -148,12 +149,14 @@ def merge_points(ptr, idx, val, op):
     new_idx = idx[order][first]
     new_fib = fib[order][first]
     new_ptr = np.concatenate([[0], np.cumsum(np.bincount(new_fib, minlength=npos))]).astype(np.int64)
-    new_val = None if val is None else UFUNCS[op].reduceat(val[order], first).astype(val.dtype, copy=False)
+    new_val = None if val is None else reducer(op).reduceat(val[order], first).astype(val.dtype, copy=False)
     return new_ptr, new_idx, new_val
 
 
 def _identity(op, dtype):
     """The identity of ⊕ in `dtype` (min over int64 starts from its largest value, over bool from True)."""
+    if not isinstance(op, str):
+        return reducer(op).identity(dtype)
     if op not in ("min", "max"):
         return UFUNCS[op].identity
     if dtype == np.bool_:

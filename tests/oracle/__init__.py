@@ -19,8 +19,9 @@ Fig. 5 semantics, as ``evaluate(text, tensors, scalars=None, semiring=None) -> R
    the measures of the reduction axes and ⊕-accumulate into the output cell.  Semirings: ``"+"``
    (default; fill 0; contribution v × Π w with 0 × ∞ = 0 and measure-zero cells skipped),
    ``"or"`` (default when every measure is boolean; fill False), ``"min"`` (fill +inf), ``"max"``
-   (fill −inf); an idempotent semiring adds v iff every weight is non-zero.  ``boolean`` requires an
-   idempotent semiring.
+   (fill −inf); an idempotent semiring adds v iff every weight is non-zero; a `UserSemiring`
+   (Python add, zero, idempotent, repeat: see `semirings`).  Under a non-idempotent ⊕ the
+   ``boolean`` indices reduce with ∨ innermost, per point of the other indices (∑_j ∨_x).
 5. An int reduction over `OTHER` under ``"+"`` must contribute 0 (else ValueError).
 
 Measures of a cell along a reduction axis: ``lebesgue`` = hi.v − lo.v (ε dropped); ``boolean`` =
@@ -58,7 +59,7 @@ from .evaluate import evaluate
 from .parse import Program, parse
 from .pieces import PieceTensor
 from .result import Result
-from .semirings import OTHER, SEMIRINGS
+from .semirings import OTHER, SEMIRINGS, UserSemiring
 
 __all__ = ["PieceTensor", "Result", "Program", "evaluate", "parse", "interval", "point",
-           "probe_points", "OTHER", "SEMIRINGS"]
+           "probe_points", "OTHER", "SEMIRINGS", "UserSemiring"]

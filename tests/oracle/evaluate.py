@@ -32,7 +32,8 @@ from .partition import (UNDETERMINED, access_table, index_kinds, is_simple, part
                         sum_breakpoints, sum_lookup)
 from .pieces import PieceTensor
 from .result import Result
-from .semirings import OTHER, SEMIRINGS, check_semiring, contribution, is_identity, weight
+from .semirings import (OTHER, UserSemiring, add_of, check_semiring, contribution, idempotent, is_identity,
+                        weight)
 
 
 def _index_value(name, kind, cell):
@@ -231,11 +232,18 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
                  for v in kinds}
     for v, n in _domains(accesses, tensors, kinds).items():
         parts[v] = list(range(n))
+    unused = {}        # int index -> how many coordinates its `OTHER` cell holds (size known)
     for v, n in _sizes(accesses, tensors, kinds).items():
         if OTHER in parts[v] and set(range(n)) <= set(parts[v]):
             parts[v] = [c for c in parts[v] if c is not OTHER]      # no unused coordinate is left
+        if OTHER in parts[v]:
+            unused[v] = n - len({c for c in parts[v] if c is not OTHER and 0 <= c < n})
     tables = {acc: access_table(pres[acc], parts) for acc in simple}
-    add = SEMIRINGS[semiring][1]
+    add = add_of(semiring)
+    counted = isinstance(semiring, UserSemiring) and not semiring.idempotent   # OTHER weighs its count
+    # a non-idempotent ⊕ reduces the boolean indices with ∨ first (∑_j ∨_x, `semirings`)
+    inner = set() if idempotent(semiring) else {r for r in reduction if measures[r] == "boolean"}
+    groups = {}        # (output cell, outer reduction cells) -> (∨ so far, outer weights)
     axes = list(prog.out_indices) + reduction
     pos = {r: {c: k for k, c in enumerate(parts[r])} for r in reduction}
     users = {r: [a for a in accesses if r in {v for aff in a.dims for v in aff.vars}] for r in reduction}
@@ -261,6 +269,8 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
         env = dict(zip(axes, combo))
         iso = {r: isolated(r, env) for r in reduction}
         ws = [weight(measures[r], kinds[r], env[r], iso[r] is not False) for r in reduction]
+        if counted:
+            ws = [unused.get(r, w) if env[r] is OTHER else w for r, w in zip(reduction, ws)]
         if None in iso.values() and not any(w == 0 for w in ws):
             # an undecided pinpoint weight (see `_isolated`) must not matter: the cell adds
             # nothing whether it counts 1 or 0, else another order must decide
@@ -279,15 +289,29 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
                                             for r, w in zip(reduction, ws)):
                 _check_determined(prog, accesses, tensors, kinds, env, lookup, marks)
             continue
-        c = _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, bool(reduction), lookup, marks)
-        if c is None:
+        if inner:
+            inner_ws = [w for r, w in zip(reduction, ws) if r in inner]
+            c = _cell_contribution(prog, accesses, tensors, kinds, env, inner_ws, "or", True, lookup, marks)
+            if c is not None:
+                key = tuple(env[i] for i in prog.out_indices) + tuple(env[r] for r in reduction if r not in inner)
+                groups[key] = (groups.get(key, (False,))[0] or c, [w for r, w in zip(reduction, ws) if r not in inner])
             continue
-        if semiring == "+" and c != 0 and any(env[r] is OTHER for r in reduction):
-            raise ValueError(f"{prog.text!r}: the fill-only value {c!r} is summed over infinitely "
-                             "many int coordinates (oracle requires it to be 0)")
-        key = tuple(env[i] for i in prog.out_indices)
-        cells[key] = c if key not in cells else add(cells[key], c)
+        c = _cell_contribution(prog, accesses, tensors, kinds, env, ws, semiring, bool(reduction), lookup, marks)
+        _put(prog, cells, add, semiring, c, [env[r] for r in reduction], tuple(env[i] for i in prog.out_indices))
+    n = len(prog.out_indices)
+    for key, (v, ws) in groups.items():
+        _put(prog, cells, add, semiring, contribution(semiring, v, ws, True), key[n:], key[:n])
     return Result(prog.out, prog.out_indices, kinds, parts, cells, semiring)
+
+
+def _put(prog, cells, add, semiring, c, reduced_cells, key):
+    """⊕-add contribution c (None: nothing) into the output cell `key`."""
+    if c is None:
+        return
+    if semiring == "+" and c != 0 and any(cell is OTHER for cell in reduced_cells):
+        raise ValueError(f"{prog.text!r}: the fill-only value {c!r} is summed over infinitely "
+                         "many int coordinates (oracle requires it to be 0)")
+    cells[key] = c if key not in cells else add(cells[key], c)
 
 
 def _open_values(prog, accesses, tensors, kinds, env, lookup):

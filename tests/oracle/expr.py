@@ -5,7 +5,7 @@ An expression is a tree of `Const`, `Access` (tensor read through affine indices
 partition, given the constant value of every access there.
 
 Operator meaning (scalar, IEEE-754 double arithmetic, no Python exceptions):
-  ``+ - * / **``, unary ``-``, ``sqrt``, ``abs``      on floats (bools count as 0/1); x/0 = ±inf or nan
+  ``+ - * / **``, unary ``-``, ``sqrt``, ``abs``, ``exp``, ``log``      on floats (bools count as 0/1); x/0 = ±inf or nan
   ``& |``, ``and or``, ``not``                        logical, on the truth value of the operands
   ``< <= > >= == !=`` (chains allowed)               comparisons -> bool
   ``min(a, b, ..)``, ``max(a, b, ..)``                NaN propagates; bool if all args are bool
@@ -103,6 +103,7 @@ OPS = {
     "add": _num(np.add), "sub": _num(np.subtract), "mul": _num(np.multiply),
     "div": _num(np.divide), "pow": _num(np.power), "neg": _num(np.negative),
     "pos": _num(lambda x: x), "sqrt": _num(np.sqrt), "abs": _num(np.abs),
+    "exp": _num(np.exp), "log": _num(np.log),
     "and": lambda a, b: bool(a) and bool(b), "or": lambda a, b: bool(a) or bool(b),
     "not": lambda a: not bool(a),
     "lt": lambda a, b: float(a) < float(b), "le": lambda a, b: float(a) <= float(b),

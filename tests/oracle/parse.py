@@ -25,7 +25,7 @@ _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.
            ast.BitAnd: "and", ast.BitOr: "or"}
 _UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not"}
 _CMP = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
-_CALLS = {"min": (2, None), "max": (2, None), "sqrt": (1, 1), "abs": (1, 1), "coalesce": (2, None)}
+_CALLS = {"min": (2, None), "max": (2, None), "sqrt": (1, 1), "abs": (1, 1), "exp": (1, 1), "log": (1, 1), "coalesce": (2, None)}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .endpoints import as_interval, contains, is_empty
 from .pieces import PieceTensor, as_int_coord
-from .semirings import OTHER, SEMIRINGS, is_identity
+from .semirings import OTHER, fill_of, is_identity
 
 
 class Result:
@@ -27,7 +27,7 @@ class Result:
         self.partitions = {i: parts[i] for i in indices}
         self.cells = cells
         self.semiring = semiring
-        self.fill = SEMIRINGS[semiring][0]
+        self.fill = fill_of(semiring)
 
     @property
     def value(self):

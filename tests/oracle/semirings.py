@@ -20,6 +20,16 @@ Contribution of one cell with expression value v and weights w1..wk:
          (so 0 × ∞ = 0), else float(v) × Π wi.  With no reduction index it is v itself.
   idempotent (``or/min/max``): v (as bool for ``or``, float otherwise) iff every wi != 0, else
          nothing; the size of the weight does not matter since x ⊕ x = x.
+
+User semirings (`UserSemiring`: a Python ⊕ add(a, b), its identity zero, idempotent, and
+optionally repeat(a, w) = a ⊕ ... ⊕ a "w times"): a cell of value v and weights w1..wk adds
+nothing if some wi == 0 or v == zero; else v if idempotent or W = Π wi == 1, else repeat(v, W),
+else (no repeat) v ⊕-added W times when W is a finite integer (a run of int coordinates, `OTHER`
+weighing the number of unused coordinates when the index's size is known), else ValueError.
+
+Nested reductions (paper §3.2.2, §7.2 Count): under a non-idempotent ⊕ (``"+"`` or a user one)
+the ``boolean`` indices reduce with ∨ first, per point of the other indices, and that truth value
+is then ⊕-added with the other indices' weights (`evaluate._evaluate`): ∑_j ∨_x.
 """
 from __future__ import annotations
 
@@ -55,7 +65,29 @@ SEMIRINGS = {
 MEASURES = ("lebesgue", "counting", "boolean")
 
 
-def check_semiring(name: str, measures) -> str:
+class UserSemiring:
+    """A user semiring for the oracle (module docstring); written apart from ``ct.Semiring``."""
+
+    def __init__(self, add, zero, idempotent=False, repeat=None):
+        self.add, self.zero, self.idempotent, self.repeat = add, zero, idempotent, repeat
+
+    def __repr__(self):
+        return f"UserSemiring(zero={self.zero!r}, idempotent={self.idempotent})"
+
+
+def fill_of(semiring):
+    return semiring.zero if isinstance(semiring, UserSemiring) else SEMIRINGS[semiring][0]
+
+
+def add_of(semiring):
+    return semiring.add if isinstance(semiring, UserSemiring) else SEMIRINGS[semiring][1]
+
+
+def idempotent(semiring) -> bool:
+    return semiring.idempotent if isinstance(semiring, UserSemiring) else SEMIRINGS[semiring][2]
+
+
+def check_semiring(name, measures):
     """Resolve the default and check the semiring/measure combination; return the semiring."""
     ms = [m for _, m in measures]
     for m in ms:
@@ -63,10 +95,8 @@ def check_semiring(name: str, measures) -> str:
             raise ValueError(f"unknown measure {m!r}; expected one of {MEASURES}")
     if name is None:
         name = "or" if ms and all(m == "boolean" for m in ms) else "+"
-    if name not in SEMIRINGS:
-        raise ValueError(f"unknown semiring {name!r}; expected one of {tuple(SEMIRINGS)}")
-    if "boolean" in ms and not SEMIRINGS[name][2]:
-        raise ValueError("the boolean measure needs an idempotent semiring (or, min, max)")
+    if not isinstance(name, UserSemiring) and name not in SEMIRINGS:
+        raise ValueError(f"unknown semiring {name!r}; expected one of {tuple(SEMIRINGS)} or a UserSemiring")
     return name
 
 
@@ -90,8 +120,10 @@ def weight(measure: str, kind: str, cell, isolated: bool = True) -> float:
     return 1.0  # boolean: elementary cells are never empty
 
 
-def contribution(semiring: str, value, weights, reduces: bool):
+def contribution(semiring, value, weights, reduces: bool):
     """The ⊕-operand one cell adds to its output cell, or None when it adds nothing."""
+    if isinstance(semiring, UserSemiring):
+        return _user_contribution(semiring, value, weights, reduces)
     if semiring == "+":
         if not reduces:
             return value
@@ -108,7 +140,29 @@ def contribution(semiring: str, value, weights, reduces: bool):
     return bool(value) if semiring == "or" else float(value)
 
 
-def is_identity(semiring: str, value) -> bool:
+def _user_contribution(sr, value, weights, reduces):
+    if not reduces:
+        return value
+    if any(w == 0 for w in weights) or value == sr.zero:
+        return None
+    total = 1.0
+    for w in weights:
+        total *= w
+    if sr.idempotent or total == 1:
+        return value
+    if sr.repeat is not None:
+        return sr.repeat(value, total)
+    if math.isfinite(total) and total == int(total):
+        out = value
+        for _ in range(int(total) - 1):
+            out = sr.add(out, value)
+        return out
+    raise ValueError(f"a non-idempotent user semiring without repeat cannot weigh {value!r} by {total}")
+
+
+def is_identity(semiring, value) -> bool:
+    if isinstance(semiring, UserSemiring):
+        return value == semiring.zero
     ident = SEMIRINGS[semiring][0]
     if semiring == "or":
         return value is False or value == 0

@@ -31,6 +31,7 @@ from ..lower.ops import RANK
 from .affine import NotAffine, coef_poly, form, names_in_order, rebind_access
 from .affine import scalar_names as dim_scalar_names
 from .nodes import EAccess, ECall, EIndex, ELit, EScalar, Einsum
+from .diagonal import check_diagonal
 from .nesting import inner_indices, innermost, output_type
 from .parser import MEASURES
 from .semiring import resolve as resolve_semiring
@@ -94,7 +95,7 @@ def value_kind(e, tensors, scalars, kinds=None) -> str:
         return max(ks[1:], key=RANK.get)
     if e.op in ("lt", "le", "gt", "ge", "eq", "ne", "not"):
         return "bool"
-    if e.op in ("/", "sqrt"):
+    if e.op in ("/", "sqrt", "exp", "log"):
         return "float"
     if e.op == "*" and all(k == "bool" for k in ks):
         return "bool"
@@ -258,8 +259,6 @@ def _check_lowerable(rhs, kinds, text, tensors, scalars):
         lvls, modes = tensors[acc.tensor].levels(), tensors[acc.tensor].modes()
         grid = sum(1 for lv in lvls if getattr(lv, "tile", False))
         plain = [d.terms[0][1] for d in acc.dims if form(d) == "plain"]
-        if len(set(plain)) != len(plain):
-            raise InvalidProgramError(f"{acc} repeats an index (diagonal access is not supported)")
         for k, d in enumerate(acc.dims):
             perm = bool(acc.permissive and acc.permissive[k])
             kind = modes[k].coord      # the mode's, not the index's: Grid[o + d*t + x] with t integer
@@ -297,7 +296,9 @@ def _lowering(dims, order):
     out = []
     for chain in dims:
         low = [max(d, key=pos.get) for d in chain]
-        if any(pos[a] >= pos[b] for a, b in zip(low, low[1:])):
+        # a diagonal B[x, x] reads two levels at one loop: the second after the first's piece is fixed
+        if any(pos[a] > pos[b] or (pos[a] == pos[b] and not da == db == {a})
+               for a, b, da, db in zip(low, low[1:], chain, chain[1:])):
             return None
         out.append(tuple(low))
     return out
@@ -332,6 +333,7 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     verdict = check_program(fe.rhs, tensors, fe.kinds, fe.measures, fe.op, es.text, assume_valid=assume_valid)
     rhs, kinds, source, measures, op = fe.rhs, fe.kinds, fe.source, fe.measures, fe.op
     _check_lowerable(rhs, kinds, es.text, tensors, scalars)
+    check_diagonal(rhs, list(accesses(rhs)), kinds, measures, tensors, es.text)
     op, out_kind, fill = output_type(op, value_kind(rhs, tensors, scalars, kinds), measures, kinds, es.text)
     pointlike, bound = _pointlike(rhs, tensors, kinds, measures), rhs
     order, rhs = innermost(lambda o: _loop_order(es, bound, kinds, o, pointlike), order, inner_indices(op, measures),
@@ -396,7 +398,7 @@ def _loop_order(es, rhs, kinds, order, pointlike):
             done = set(order)
             for ch in chains:
                 for k, d in enumerate(ch):
-                    if i in d and d - done == {i} and any(not e <= done for e in ch[:k]):
+                    if i in d and d - done == {i} and any(not e <= done | {i} for e in ch[:k]):
                         return False
             return True
 
@@ -410,8 +412,8 @@ def _loop_order(es, rhs, kinds, order, pointlike):
         low = _lowering(chains, order)
         if low is None:
             raise InvalidProgramError(_no_order(es.text, accs))
-    for acc, idxs in zip(accs, low):
-        if len(set(idxs)) != len(idxs):
+    for acc, idxs, ch in zip(accs, low, chains):
+        if any(a == b and not da == db == {a} for a, b, da, db in zip(idxs, idxs[1:], ch, ch[1:])):
             raise InvalidProgramError(f"{acc}: two of its dimensions would be lowered at the same loop "
                                       f"({', '.join(idxs)}; a diagonal access) in order {order}")
     lowered = {id(acc): idxs for acc, idxs in zip(accs, low)}

@@ -181,7 +181,8 @@ class Kernel:
             for name, d in rest:
                 n = tensors[name].modes()[d].shape
                 if n != n0:
-                    raise FormatError(f"index {i!r}: {name} has {n} coordinates but {first} has {n0}")
+                    raise FormatError(f"index {i!r}: {name} has {n} coordinates along mode {d} but {first} has "
+                                      f"{n0} along mode {d0}")
 
     def pack(self, **kwargs) -> "PackedCall":
         """Check the arguments and build the int64 argument block of one call (see `PackedCall`)."""

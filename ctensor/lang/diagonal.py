@@ -1,0 +1,46 @@
+"""Diagonal accesses `B[x, x]` (paper Fig. 2 grammar: an access lists index expressions, an index
+may repeat).  The loop order lowers both dimensions at the loop of x (`program._lowering`): the
+outer level is unfurled first, and inside each of its pieces the child fiber is read at x again,
+so `B[x, x]` is the function x -> B(x, x), cut where either level cuts.
+
+What is not lowered: the counting measure on a real diagonal index where the access's fill does
+not annihilate the term.  There a stored pinpoint c of the outer level is a pinpoint of x -> B(x, x)
+only if the child stores c too, and the spike tagging that decides this per inner coordinate
+(`looplets.pins`) assumes the inner levels are read at other indices: refused rather than answered
+wrong.
+"""
+from __future__ import annotations
+
+from ..errors import InvalidProgramError
+from .affine import form
+from .nodes import EAccess, ECall
+
+
+def diagonal_indices(acc: EAccess) -> set:
+    """Indices read alone by two or more dimensions of `acc`."""
+    alone = [d.terms[0][1] for d in acc.dims if form(d) == "plain"]
+    return {i for i in alone if alone.count(i) > 1}
+
+
+def _factors(e):
+    if isinstance(e, ECall) and e.op in ("*", "and"):
+        for a in e.args:
+            yield from _factors(a)
+    else:
+        yield e
+
+
+def check_diagonal(rhs, accs, kinds, measures, tensors, text):
+    """Refuse a real diagonal index under the counting measure unless each diagonal access is a
+    factor of the product whose fill is 0 / False (so its fill points add nothing)."""
+    factors = list(_factors(rhs))
+    for acc in accs:
+        for i in diagonal_indices(acc):
+            if kinds.get(i) != "real" or measures.get(i) != "counting":
+                continue
+            fill = getattr(tensors[acc.tensor].levels()[-1], "fill", None)
+            if not any(f is acc for f in factors) or fill not in (0, False):
+                raise InvalidProgramError(
+                    f"{acc} in {text!r}: a diagonal access on real index {i!r} under the counting measure is "
+                    f"lowered only as a factor of the product with fill 0 (not lowered: whether a stored point "
+                    f"of {acc.tensor}'s outer level is a pinpoint of the diagonal depends on its child storing it)")

@@ -18,11 +18,17 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="write the summary (and every failure) as JSON here")
     ap.add_argument("--records", help="write every program's record as JSON lines here (as they arrive)")
     ap.add_argument("--summarize", help="print the summary of a records file (of a run in progress too)")
+    ap.add_argument("--all-orders", action="store_true",
+                    help="the oracle evaluates every accepted evaluation order and compares (about 10x slower "
+                         "on index sums; CTENSOR_ORACLE_ALL_ORDERS=1)")
     ap.add_argument("--only", type=int, help="run program K in-process and print everything")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--start", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--stop", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.all_orders:
+        import os
+        os.environ["CTENSOR_ORACLE_ALL_ORDERS"] = "1"        # read by tests.oracle at import; workers inherit it
     if a.worker:
         from .runner import worker
         worker(a.seed, a.start, a.stop, a.timeout)

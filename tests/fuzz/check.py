@@ -10,6 +10,8 @@ Outcomes (`run_one` returns a dict with ``outcome`` and details):
                       ctensor did (``computed`` or its refusal category)
   ``crash``           ctensor raised anything else (``error``) — or the worker died (`runner`)
   ``timeout``         a phase took longer than the per-program limit
+  ``oracle-defect``   the oracle's evaluation orders disagree (`OrderDependent`; with
+                      CTENSOR_ORACLE_ALL_ORDERS=1, `--all-orders`)
 Compile time: ``compile_s`` = `ct.compile` plus the first call of the new kernel (the fresh
 CTENSOR_CACHE_DIR of the runner keeps the disk cache from hiding it).
 """
@@ -44,6 +46,8 @@ def _alarm(signum, frame):
 # messages of ctensor's refusals -> a short category (documented limitations are marked in `KNOWN`)
 CATEGORIES = [
     ("STATUS_COUNT_AT_RUN_BOUND", "counting over an outer run-list level (run time)"),
+    ("runs of an outer SparseRunList", "counting over an outer run-list level (run time)"),
+    ("must bin the same indices", "grid tensors binning different indices"),
     ("diagonal", "diagonal access"),
     ("repeats an index", "diagonal access"),
     ("storage order", "transposed access / output (storage order)"),
@@ -67,7 +71,8 @@ CATEGORIES = [
 ]
 
 
-def refusal_category(err: BaseException) -> str:
+def refusal_category(err) -> str:
+    """A short category of a refusal (an exception or its message)."""
     msg = str(err)
     for needle, cat in CATEGORIES:
         if needle.lower() in msg.lower():
@@ -151,6 +156,10 @@ def run_program(prog, timeout=60.0) -> dict:
         except Timeout:
             raise
         except Exception as e:                                  # noqa: BLE001 - the oracle refuses
+            if type(e).__name__ == "OrderDependent":            # two evaluation orders disagree
+                rec.update(outcome="oracle-defect", error=str(e)[:500],
+                           ct="computed" if ct_err is None else refusal_category(ct_err))
+                return rec
             rec.update(outcome="oracle-refused", category=f"{type(e).__name__}: {refusal_category(e)}",
                        ct="computed" if ct_err is None else refusal_category(ct_err))
             return rec

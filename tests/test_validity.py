@@ -393,3 +393,20 @@ def test_runtime_scale_is_nonzero_where_the_partition_is_evaluated(a):
         assert got[p] == ref.at((p, 0)), (p, got[p], ref.at((p, 0)))
     with pytest.raises(ct.InvalidProgramError, match="zero coefficient"):
         ct.einsum("C[x] = M[a*x] * x", M=M, a=0.0)
+
+
+def test_a_run_list_of_points_is_refused_with_the_pinpoint_form_named():
+    """Validity is decided from formats: closed point runs [p, p] are intervals to it (issue 31).
+    The refusal says how to store them as pinpoints, and that form computes the oracle's answer."""
+    A = ct.intervals(np.array([0.0, 2.0]), np.array([1.0, 3.0]), values=np.array([1.0, 2.0]))
+    B = ct.intervals(np.array([0.0]), np.array([4.0]))
+    p, v = np.array([0.5, 1.5]), np.array([1.0, 3.0])
+    runs = ct.intervals(p, p, values=v, closed="both")
+    text = "C[y] = M[y] * A[y + x] * B[x] * d(x; lebesgue)"
+    with pytest.raises(ct.InvalidProgramError, match=r"every interval of M is a closed point \[p, p\].*"
+                                                     r"ct\.Tensor\(ct\.SparseList\(ct\.Element"):
+        ct.einsum(text, M=runs, A=A, B=B)
+    pins = ct.Tensor(ct.SparseList(ct.Element(0.0, val=v), [0, len(p)], p))
+    got = ct.einsum(text, M=pins, A=A, B=B)
+    ref = oracle(text, M=pins, A=A, B=B)
+    assert [got[float(c)] for c in p] == [ref.at((float(c), 0)) for c in p] == [2.5, 6.0]

@@ -25,6 +25,8 @@ cannot be overridden.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from dataclasses import dataclass
 
 from ..errors import InvalidProgramError, ValidityUnknown
@@ -92,7 +94,7 @@ def check_program(rhs, tensors: dict, kinds: dict, measures: dict, op: str, text
             if not v.valid:
                 break
     if v.status == "invalid":
-        raise InvalidProgramError(_render_invalid(v, names, text))
+        raise InvalidProgramError(_render_invalid(v, names, text) + _point_runs_hint(tensors))
     if v.status == "unknown":
         msg = (f"cannot decide whether {text!r} is valid (continuous paper §4.3): z3 answered unknown "
                f"({v.reason}) for the accesses {', '.join(str(a) for a in names.accesses)}")
@@ -128,6 +130,32 @@ def check(text: str, *, semiring=None, assume_valid: bool = False, **args) -> Ve
 
 
 # ------------------------------------------------------------------------------------ messages
+def _all_points(lvl) -> bool:
+    """A real interval level (SparseRunList, SparseInterval) whose stored intervals are all
+    closed points [p, p]: pinpoints by value, intervals by format."""
+    left, right = getattr(lvl, "left", None), getattr(lvl, "right", None)
+    if getattr(lvl, "coord", None) != "real" or left is None or right is None or not len(left) \
+            or not hasattr(lvl, "closed"):
+        return False
+    if lvl.closed is None:           # SparseRunList with Limit endpoints
+        closed = not np.any(lvl.left_eps) and not np.any(lvl.right_eps)
+    else:
+        closed = lvl.closed == "both"
+    return bool(closed and np.array_equal(left, right))
+
+
+def _point_runs_hint(tensors) -> str:
+    """Validity is decided from the formats: a run list of points is a run list.  Say how to
+    store such a tensor as pinpoints, which the program may need (issue 31)."""
+    names = [name for name, t in tensors.items() if hasattr(t, "levels") and any(_all_points(lv) for lv in t.levels())]
+    if not names:
+        return ""
+    return (f". Note: every interval of {', '.join(names)} is a closed point [p, p], but its level is an interval "
+            f"level, and validity is decided from formats: stored as pinpoints, a SparseList level of real "
+            f"coordinates, ct.Tensor(ct.SparseList(ct.Element(0.0, val=values), [0, len(p)], p)) (or "
+            f"ct.points(coords) for boolean points with ids), the program may be valid")
+
+
 # (symbol, precedence) as in Python: ** > unary > * / > + - > & > ^ > | > comparisons
 _INFIX = {"**": ("**", 8), "*": ("*", 6), "/": ("/", 6), "+": ("+", 5), "-": ("-", 5), "and": ("&", 4),
           "xor": ("^", 3), "or": ("|", 2), "lt": ("<", 1), "le": ("<=", 1), "gt": (">", 1), "ge": (">=", 1),

@@ -91,6 +91,14 @@ def _breaks(tensors, axis_ref):
     return sorted(bs)
 
 
+def nontrivial(got, ref) -> bool:
+    """Does the result hold anything but the reduction's identity (a program whose answer is its
+    fill everywhere tests little: the summary counts these)."""
+    if not isinstance(got, ct.Tensor):
+        return not close(got, ref.fill)
+    return any(not close(v, ref.fill) for _, v in ref.cells.items())
+
+
 def compare(prog, got, ref):
     """None if `got` (ctensor) equals `ref` (oracle Result) everywhere compared, else where not."""
     if not isinstance(got, ct.Tensor):
@@ -169,7 +177,7 @@ def run_program(prog, timeout=60.0) -> dict:
             return rec
         phase = "compare"
         where = compare(prog, got, ref)
-        rec.update(outcome="match" if where is None else "mismatch")
+        rec.update(outcome="match" if where is None else "mismatch", nontrivial=nontrivial(got, ref))
         if where:
             rec["where"] = where
         return rec

@@ -177,8 +177,15 @@ def _ptr_idx(tbl, npos, n):
     return np.searchsorted(q, np.arange(npos + 1) * n), q % n
 
 
-def mode_count(spec) -> int:
-    return sum(1 for k in spec if k not in LEAVES and k != "UG")
+def pointlike_modes(desc: str, ndim: int) -> list:
+    """Per mode of a tensor described by `desc` (`nest` or a constructor): does it store
+    pinpoints (SparseList / SparsePoint of reals, points) rather than intervals?"""
+    if desc.startswith("points"):
+        return [True] * ndim
+    if "/" in desc or desc.split("[")[0] in LEAVES:
+        modes = [k for k in desc.split("[")[0].split("/") if k not in LEAVES and k != "UG"]
+        return [k in ("SLr", "SPr") for k in modes]
+    return [False] * ndim
 
 
 def random_spec(rng, kinds):

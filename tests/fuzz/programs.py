@@ -152,6 +152,7 @@ def generate(seed: int, k: int) -> Program:
 def _generate(rng, seed, k) -> Program:
     n = _pick(rng, [1, 2, 3], [0.25, 0.45, 0.3])
     rank, scal, accesses, tensors, specs, kinds_of = [], {}, [], {}, {}, {}
+    pointlike = {}                     # real index -> read by a mode that stores pinpoints
     for t in range(n):
         src, kinds = _tensor_kinds(rng)
         for _ in range(20):                  # indices for every mode (else draw other kinds)
@@ -176,6 +177,8 @@ def _generate(rng, seed, k) -> Program:
             texts.append(_real_dim(rng, v, rank, taken, scal) if kind == "real" else v)
         name = f"T{t}"
         tensors[name], specs[name] = _build_tensor(rng, src, kinds, dims)
+        for v, kind in zip(dims, levels.pointlike_modes(specs[name], len(kinds))):
+            pointlike[v] = pointlike.get(v, False) or kind
         accesses.append(f"{name}[{', '.join(texts)}]")
     used = set(re.findall(r"\b[xyzijk]\b", " ".join(accesses)))
     for v in used:
@@ -190,7 +193,10 @@ def _generate(rng, seed, k) -> Program:
     measures, d_idx, d_meas = {}, [], []
     for v in red:
         if kinds_of[v] == "real":
-            m = _pick(rng, ["lebesgue", "counting", "boolean", "user"], [0.35, 0.35, 0.15, 0.15])
+            # mostly the measure that sees the data: counting where pinpoints are stored (lebesgue
+            # gives 0 there), lebesgue elsewhere; every measure on every index sometimes
+            p = [0.1, 0.6, 0.15, 0.15] if pointlike.get(v) else [0.45, 0.2, 0.15, 0.2]
+            m = _pick(rng, ["lebesgue", "counting", "boolean", "user"], p)
         else:
             m = _pick(rng, [None, "counting", "user", "boolean"], [0.6, 0.25, 0.1, 0.05])
         if m is None:

@@ -44,6 +44,7 @@ def summarize(records: list, seed: int) -> dict:
     return {
         "seed": seed, "programs": len(records),
         "outcomes": {o: counts.get(o, 0) for o in OUTCOMES},
+        "match_nontrivial": sum(1 for r in records if r["outcome"] == "match" and r.get("nontrivial")),
         "refusal_categories": dict(refusals.most_common()),
         "oracle_refusals": dict(oracle.most_common()),
         "compile_s": {"n": len(times), "max": max(times, default=float("nan")), "p50": percentile(times, 0.5),
@@ -59,6 +60,7 @@ def summarize(records: list, seed: int) -> dict:
 def render(s: dict) -> str:
     out = [f"fuzz run: seed {s['seed']}, {s['programs']} programs", "", "outcome            count"]
     out += [f"  {o:<16} {n:>6}" for o, n in s["outcomes"].items()]
+    out.append(f"  (matches whose result is not the reduction's identity everywhere: {s['match_nontrivial']})")
     c = s["compile_s"]
     out += ["", f"compile time (compile + first call, cold cache), {c['n']} kernels: "
                 f"max {c['max']:.2f} s, p50 {c['p50']:.3f} s, p99 {c['p99']:.2f} s, over 10 s: {c['over_10s']}",

@@ -11,12 +11,15 @@ the test does not depend on the generator), fixed or a strict xfail naming the d
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import ctensor as ct
+from ctensor.ir.errors import IRError
 
 from .fuzz.runner import run
 from .fuzz.summary import render, summarize
 from .helpers import close, oracle
+from .oracle.semirings import UserSemiring
 
 SEED, PROGRAMS = 0, 120
 
@@ -42,3 +45,16 @@ def test_guard_prover_with_an_int_user_measure_under_min():
     got = ct.einsum(text, semiring="min", T0=T0, T1=T1, T2=T2, m=ct.Measure("(hi - lo + 1) * 2"))
     want = oracle(text, semiring="min", measures={"m": lambda lo, hi: (hi - lo + 1) * 2.0}, T0=T0, T1=T1, T2=T2).value
     assert close(got, want) and got == -2.0
+
+
+@pytest.mark.xfail(strict=True, raises=IRError, reason="a user semiring whose ⊕ is logical (`a | b`) over "
+                   "float values: the combine lowers `a | b` of floats as cast<i64>(a) | cast<i64>(b), an i64 "
+                   "select arm beside the f64 accumulator, and the IR verifier raises IRError (a crash, not a "
+                   "refusal); found by the fuzzer (seed 7 programs 91, 286; seed 11 program 58); "
+                   "ctensor/lower/user_reduction.py combine_user")
+def test_user_or_semiring_over_float_values():
+    A = ct.intervals([0.0, 2.0], [1.0, 2.0], values=[1.5, 0.5], closed="both")
+    text = "s[] = A[x] * d(x; counting)"
+    got = ct.einsum(text, semiring=ct.Semiring("a | b", False, idempotent=True, annihilator=True), A=A)
+    want = oracle(text, semiring=UserSemiring(lambda a, b: bool(a) or bool(b), False, True), A=A).value
+    assert bool(got) == want is True                 # the pinpoint [2, 2] holds 0.5: true

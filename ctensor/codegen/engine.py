@@ -47,6 +47,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 
 from . import objcache
@@ -129,9 +130,10 @@ class _Engine:
         self.data_layout = str(self.ee.target_data)
         self.ee.set_object_cache(self._notify, self._getbuffer)
         self.lock = threading.RLock()
-        self.compiled: dict[str, CompiledFunction] = {}  # symbol -> result
+        # symbol -> result, held weakly: a dropped kernel's IR text goes with it (its code stays)
+        self.compiled = weakref.WeakValueDictionary()
         self.modules: dict[str, tuple] = {}     # symbol -> compile_llvm result
-        self.resident: set[str] = set()         # symbols whose code is in the engine
+        self.resident: dict[str, str] = {}      # symbol whose code is in the engine -> its tier
         self.loaded_ir: dict = {}               # symbol -> lazy IR reader, for objects `load` added
         self.cache_dir = None                   # set per compile (env may change in tests)
         self.hits: dict[str, bytes] = {}        # module name -> object code to hand to MCJIT
@@ -204,7 +206,12 @@ class _Engine:
         if symbol in self.compiled:
             return self.compiled[symbol]
         t0 = time.perf_counter()
-        tier, ir_source = "O3", None
+        tier, ir_source = self.resident.get(symbol, "O3"), self.loaded_ir.get(symbol)
+        if symbol in self.resident and ir_source is None:
+            # code compiled here whose CompiledFunction is gone: its IR is the disk cache's .ll
+            directory = objcache.cache_dir()
+            got = objcache.read_object(directory, symbol) if directory is not None else None
+            ir_source = None if got is None else _lazy_ir(directory, symbol, got[2])
         if symbol not in self.resident:         # (a compile_llvm module's code is here already)
             directory = objcache.cache_dir()
             got = objcache.read_object(directory, symbol) if directory is not None else None
@@ -222,8 +229,9 @@ class _Engine:
             # header names (forged, or a bug): a miss, and not resident, so a compile of this
             # symbol adds its own code
             return None
-        self.resident.add(symbol)
-        self.loaded_ir[symbol] = ir_source
+        self.resident[symbol] = tier
+        if ir_source is not None:
+            self.loaded_ir[symbol] = ir_source
         result = CompiledFunction(
             name=symbol, address=address, packed_address=packed_address, ir_source=ir_source,
             unoptimized_ir=None, compile_seconds={"emit": 0.0, "optimize": 0.0, "jit": time.perf_counter() - t0},
@@ -277,24 +285,46 @@ class _Engine:
             llvm_ir = self._make_object(mod, symbol, tier)
         t2 = time.perf_counter()
         if symbol not in self.resident:
-            self._add(mod, symbol)
+            self._add(mod, symbol, tier)
         addresses = tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
         if not all(addresses) and cached is not None:
             # a verified entry that does not define what its header names (forged, or a bug):
             # drop it and compile afresh under the same name
             self.ee.remove_module(mod)
-            self.resident.discard(symbol)
+            self.resident.pop(symbol, None)
             mod = self._parse(unoptimized, symbol)
             llvm_ir, cached = self._make_object(mod, symbol, tier), None
-            self._add(mod, symbol)
+            self._add(mod, symbol, tier)
             addresses = tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
         t3 = time.perf_counter()
         if not all(addresses):
             raise RuntimeError(f"JIT did not produce {symbol}")
-        if llvm_ir is None:                           # code loaded by `load`: its IR as it kept it
-            llvm_ir = self.loaded_ir.get(symbol, lambda: None)() or ""
+        if symbol in self.resident and mod is not None:
+            self._release(mod)
+        if llvm_ir is None:     # resident code: its IR as `load` kept it, or optimised again on demand
+            llvm_ir = self.loaded_ir.get(symbol) or (lambda: self._reoptimized(unoptimized, symbol, tier))
         secs = {"emit": t1 - t0, "optimize": t2 - t1, "jit": t3 - t2}
         return addresses, llvm_ir, unoptimized, secs, "disk" if cached else "compiled"
+
+    def _reoptimized(self, text, symbol, tier) -> str:
+        """The optimised IR of resident code whose first `CompiledFunction` is gone (`compiled`
+        holds them weakly): the same pipeline on a fresh parse, not added to the engine."""
+        with self.lock:
+            mod = self._parse(text, symbol)
+            self._optimize(mod, tier)
+            out = str(mod)
+            mod.close()
+            return out
+
+    def _release(self, mod):
+        """Free the LLVM IR of a module whose object code is loaded: MCJIT keeps the module after
+        finalizing it, and the code (in the engine's memory manager, found by symbol through the
+        loaded objects) does not need it."""
+        try:
+            self.ee.remove_module(mod)
+        except Exception:
+            pass
+        mod.close()
 
     def _parse(self, text, symbol):
         mod = llvm.parse_assembly(text)
@@ -321,14 +351,14 @@ class _Engine:
                 objcache.write_object(self.cache_dir, symbol, tier, obj, digest)
         return llvm_ir
 
-    def _add(self, mod, symbol):
+    def _add(self, mod, symbol, tier):
         try:
             self.ee.add_module(mod)
             self.ee.finalize_object()
         finally:
             self.hits.pop(symbol, None)
             self.current = None
-        self.resident.add(symbol)
+        self.resident[symbol] = tier
 
 
 _cache_dir = objcache.cache_dir     # the name `driver.kernel_store` imports

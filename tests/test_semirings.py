@@ -291,3 +291,27 @@ def test_threads_share_no_state():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_times_semiring_and_runtime_powers():
+    """(×, with a ** w as repeat): `**` with a runtime exponent is llvm.pow in float."""
+    times = ct.Semiring("a * b", 1.0, annihilator=0.0, repeat="a ** w", name="times")
+    o_times = UserSemiring(lambda a, b: a * b, 1.0, repeat=lambda a, w: a ** w)
+    w = ct.Tensor(ct.SparseList(ct.Element(1.0), shape=6), np.array([2.0, 1, 1, 3.0, 1, 0.5]))
+    assert ct.einsum("s[] = w[i] * d(i; counting)", w=w, semiring=times) == 3.0
+    v = ct.Tensor(ct.SparseList(ct.Element(0.0), shape=5), np.array([2.0, 0, 0, 3.0, 0]))
+    assert ct.einsum("s[] = v[i] * d(i; counting)", v=v, semiring=times) == 0.0     # the fill annihilates
+    I = ct.intervals([0.0, 2.0], [1.0, 4.0], values=[2.0, 3.0], fill=1.0)
+    text = "s[] = I[x] * d(x; lebesgue)"
+    assert ct.einsum(text, I=I, semiring=times) == 2.0 * 3.0 ** 2 == oracle(text, o_times, I=I).value
+    A = ct.intervals([0.0, 2.0], [1.0, 4.0], values=[2.0, 3.0], fill=1.0)
+    B = ct.intervals([0.0], [4.0], values=[0.5])
+    got = ct.einsum("s[] = A[x] ** B[x] * d(x; lebesgue)", A=A, B=B)
+    assert close(got, 2 ** 0.5 + 1.0 + 2 * 3 ** 0.5 + inf)     # 1 ** 0 = 1 on the unbounded gaps
+    got = ct.einsum("s[] = (A[x] ** B[x]) * B[x] * d(x; lebesgue)", A=A, B=B)
+    assert close(got, 0.5 * (2 ** 0.5 + 1.0 + 2 * 3 ** 0.5))
+    assert close(got, oracle("s[] = (A[x] ** B[x]) * B[x] * d(x; lebesgue)", A=A, B=B).value)
+    # a refusal that names a user ⊕ (a message once joined the reductions as str: TypeError)
+    T0 = ct.intervals([], [])
+    with pytest.raises(ct.InvalidProgramError, match="under reduction times"):
+        ct.einsum("O[y] = (T0[x + y] + 1) * d(x; counting)", T0=T0, semiring=times)

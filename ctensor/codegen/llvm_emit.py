@@ -119,6 +119,10 @@ class _Emitter:
             if e.op in _MINMAX:
                 c = self.compare(_MINMAX[e.op], x, y, t)
                 return self.tmp(f"select i1 {c}, {ty} {x}, {ty} {y}", name)
+            if e.op == "pow":
+                intrinsic = f"llvm.pow.{'f64' if t.bits == 64 else 'f32'}"
+                self.declares[intrinsic] = f"declare {ty} @{intrinsic}({ty}, {ty})"
+                return self.tmp(f"call {ty} @{intrinsic}({ty} {x}, {ty} {y})", name)
             op = (_FLOAT_BIN if t.is_float else _INT_BIN)[e.op]
             return self.tmp(f"{op} {ty} {x}, {y}", name)
         if isinstance(e, Cmp):

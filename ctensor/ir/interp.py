@@ -113,8 +113,15 @@ def _int_bin(op, t):
 
 
 _FLOAT_BIN = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-              "div": lambda a, b: a / b, "rem": np.fmod,
+              "div": lambda a, b: a / b, "rem": np.fmod, "pow": lambda a, b: _pow(a, b),
               "min": lambda a, b: a if a < b else b, "max": lambda a, b: a if a > b else b}
+
+
+def _pow(a, b):
+    with np.errstate(all="ignore"):
+        return float(np.power(np.float64(a), np.float64(b)))
+
+
 _CMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
         "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 

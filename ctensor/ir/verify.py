@@ -76,6 +76,9 @@ class _Verifier:
             if e.op in ARITH_OPS:
                 if not _is_scalar(ta) or ta == I1:
                     self.fail(f"{e.op} needs numeric operands, not {ta}")
+            elif e.op == "pow":
+                if not _is_scalar(ta) or not ta.is_float:
+                    self.fail(f"pow needs float operands, not {ta}")
             elif e.op in BIT_OPS:
                 if not _is_scalar(ta) or ta.is_float:
                     self.fail(f"{e.op} needs integer or i1 operands, not {ta}")

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import InvalidProgramError
-from ..lower.ops import RANK
+from ..lower.ops import RANK, small_power
 from .affine import NotAffine, coef_poly, form, names_in_order, rebind_access
 from .affine import scalar_names as dim_scalar_names
 from .nodes import EAccess, ECall, EIndex, ELit, EScalar, Einsum
@@ -95,7 +95,7 @@ def value_kind(e, tensors, scalars, kinds=None) -> str:
         return max(ks[1:], key=RANK.get)
     if e.op in ("lt", "le", "gt", "ge", "eq", "ne", "not"):
         return "bool"
-    if e.op in ("/", "sqrt", "exp", "log"):
+    if e.op in ("/", "sqrt", "exp", "log") or e.op == "**" and not small_power(e.args[1]):
         return "float"
     if e.op == "*" and all(k == "bool" for k in ks):
         return "bool"

@@ -24,6 +24,7 @@ from .program_notation import notation
 from .simplify import MAYBE, PRESENT, TRACKED, simplify
 from .hoist import hoist_factors
 from .user_reduction import collapse_user, needs_points
+from ..lang.semiring import describe
 from .tile import lower_piece
 
 
@@ -287,7 +288,7 @@ def _collapse_index_value(ctx, loop: Loop):
             return
         pin = ctx.pinpoint_test(ext)
         if b.is_const(pin, False):
-            ops = sorted({a.op for a in walk_assigns(loop.body)})
+            ops = sorted({describe(a.op) for a in walk_assigns(loop.body)})
             raise InvalidProgramError(
                 f"the value of index {idx!r} is used on an interval of positive length: between the "
                 f"pinpoints that should mask it, the body is not a no-op under reduction {'/'.join(ops)} "

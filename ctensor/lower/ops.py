@@ -58,7 +58,7 @@ def kind(node) -> str:
             return max(ks, key=RANK.get)
         if op in COMPARE or op == "not":
             return "bool"
-        if op in ("/", "sqrt", "exp", "log", "wmul"):
+        if op in ("/", "sqrt", "exp", "log", "wmul") or op == "**" and not small_power(node.args[1]):
             return "float"
         if op == "*" and all(k == "bool" for k in ks):
             return "bool"
@@ -68,6 +68,13 @@ def kind(node) -> str:
             return ks[0] if ks[0] != "bool" else "int"
         return max(ks, key=RANK.get)
     raise InvalidProgramError(f"cannot type expression {node!r}")
+
+
+def small_power(exp) -> bool:
+    """Is `exp` an exponent `**` computes by repeated multiplication in the base's kind (an int
+    literal 0..16)?  Any other exponent is llvm.pow in float."""
+    value = getattr(exp, "value", None)
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 16
 
 
 def convert(e, frm: str, to: str):
@@ -148,8 +155,9 @@ def _call(ctx, node, k):
         return ir.Un(op, to_ir(ctx, args[0], "float"))
     if op == "**":
         base, exp = args
-        if not (isinstance(exp, Lit) and isinstance(exp.value, int) and 0 <= exp.value <= 16):
-            raise InvalidProgramError("only small non-negative integer literal exponents are supported in '**'")
+        if not (isinstance(exp, Lit) and small_power(exp)):
+            # any other exponent (a runtime count or length: `repeat="a ** w"`): llvm.pow in float
+            return convert(ir.Bin("pow", to_ir(ctx, base, "float"), to_ir(ctx, exp, "float")), "float", k)
         x = ctx.let(to_ir(ctx, base, k), "pow")
         out = ir_lit(1, k)
         for _ in range(exp.value):

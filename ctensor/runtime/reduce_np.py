@@ -20,6 +20,7 @@ _UN = {"neg": np.negative, "sqrt": np.sqrt, "abs": np.abs, "exp": np.exp, "log":
 
 def _eval(e, env):
     from ..lang.nodes import ECall, ELit, EScalar
+    from ..lower.ops import small_power
     if isinstance(e, ELit):
         return e.value
     if isinstance(e, EScalar):
@@ -35,7 +36,7 @@ def _eval(e, env):
         return f(np.asarray(xs[0]) != 0, np.asarray(xs[1]) != 0)
     if op == "not":
         return np.logical_not(np.asarray(xs[0]) != 0)
-    if op in ("/", "sqrt", "exp", "log"):
+    if op in ("/", "sqrt", "exp", "log") or op == "**" and not small_power(e.args[1]):
         xs = [np.asarray(x, np.float64) for x in xs]
     if op in _UN:
         return _UN[op](xs[0])

@@ -58,3 +58,13 @@ def test_user_or_semiring_over_float_values():
     got = ct.einsum(text, semiring=ct.Semiring("a | b", False, idempotent=True, annihilator=True), A=A)
     want = oracle(text, semiring=UserSemiring(lambda a, b: bool(a) or bool(b), False, True), A=A).value
     assert bool(got) == want is True                 # the pinpoint [2, 2] holds 0.5: true
+
+
+def test_refusal_message_names_a_user_semiring():
+    """seed 0 program 86 (run of f37e1d5): the refusal of an index value needed on an interval
+    formatted its reductions with '/'.join of the ops, and a ct.Semiring is not a str: TypeError
+    instead of the InvalidProgramError (fixed in ctensor/lower/lowerer.py by the semiring work)."""
+    T0 = ct.intervals([], [], values=[], closed="left", fill=-1.0)
+    sr = ct.Semiring("a * b", 1.0, annihilator=0.0, repeat="a ** w")
+    with pytest.raises(ct.InvalidProgramError, match="a \\* b"):
+        ct.einsum("O[y] = (T0[x + y] + 1) * d(x; counting)", semiring=sr, T0=T0)

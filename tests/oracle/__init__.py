@@ -22,7 +22,10 @@ Fig. 5 semantics, as ``evaluate(text, tensors, scalars=None, semiring=None) -> R
    (fill −inf); an idempotent semiring adds v iff every weight is non-zero; a `UserSemiring`
    (Python add, zero, idempotent, repeat: see `semirings`).  Under a non-idempotent ⊕ the
    ``boolean`` indices reduce with ∨ innermost, per point of the other indices (∑_j ∨_x).
-5. An int reduction over `OTHER` under ``"+"`` must contribute 0 (else ValueError).
+5. An int reduction over `OTHER` under ``"+"`` must contribute 0 (else ValueError).  An int index
+   that a tensor of declared extent n reads alone ranges over 0..n-1 only: there `OTHER` is
+   replaced by the unused coordinates, each a cell (so ``(T[i] + 1) * d(i; counting)`` and a bare
+   ``i`` are evaluated; the differential fuzzer, `tests/fuzz`, generates both).
 
 Measures of a cell along a reduction axis: ``lebesgue`` = hi.v − lo.v (ε dropped); ``boolean`` =
 1; a user measure f(lo, hi) (atomless on real axes).  ``counting`` (paper §3.2.1, with ctensor's

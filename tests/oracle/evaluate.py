@@ -234,6 +234,11 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
         parts[v] = list(range(n))
     unused = {}        # int index -> how many coordinates its `OTHER` cell holds (size known)
     for v, n in _sizes(accesses, tensors, kinds).items():
+        if OTHER in parts[v] and n <= 256:
+            # the index ranges over 0..n-1: each unused coordinate is a cell of its own, so a bare
+            # index has a value there and a fill-only value adds n - |used| times (the fuzzer's
+            # `(T[i] + 1) * d(i; counting)`, `T[x, i] * i`: refused as unbounded before)
+            parts[v] = sorted({c for c in parts[v] if c is not OTHER} | set(range(n)))
         if OTHER in parts[v] and set(range(n)) <= set(parts[v]):
             parts[v] = [c for c in parts[v] if c is not OTHER]      # no unused coordinate is left
         if OTHER in parts[v]:

@@ -280,9 +280,8 @@ def test_boolean_measure_with_plus_semiring():
     # mixed measures: under the default '+' the boolean index reduces with ∨ inside the sum
     # (∑_i ∨_x, `ctensor.lang.nesting`): the number of non-empty rows
     assert ct.einsum("s[] = S[i, x] * d(i, x; counting, boolean)", S=s) == 2
-    # ∨ of a number is not defined
-    with pytest.raises(ct.InvalidProgramError, match=r"boolean measure.*disjunction"):
-        ct.einsum("s[] = A[x] * B[x] * d(x; boolean)", A=A1, B=B1, semiring="+")
+    # ∨ reads a number as its truth value (as `|` does): under + over no other index, the ∨ itself
+    assert ct.einsum("s[] = A[x] * B[x] * d(x; boolean)", A=A1, B=B1, semiring="+") is True
     # all-boolean measures default to 'or'; explicit 'or' is fine too
     assert ct.einsum("s[] = A[x] * B[x] * d(x; boolean)", A=A1, B=B1) is True
     assert ct.einsum("s[] = A[x] * B[x] * d(x; boolean)", A=A1, B=B1, semiring="or") is True

@@ -184,6 +184,25 @@ def test_nested_count_against_the_oracle(Q, D):
     assert np.array_equal(anyhit, got > 0)
 
 
+@settings(max_examples=30)
+@given(interval_sets(4), interval_sets(4), interval_tensor())
+def test_nested_forms_against_the_oracle(S, D, A):
+    """∨ of a number's truth value; a continuous output revisited per outer id (merged by the
+    runtime) with no entry where ∨ is false; a Lebesgue outer index (∫_y ∨_x)."""
+    text = "C[i] = (S[i, x] * A[x] * D[j, x]) * d(x, j; boolean, counting)"
+    got, ref = ct.einsum(text, S=S, A=A, D=D).to_numpy(), oracle(text, S=S, A=A, D=D)
+    assert [int(v) for v in got] == [ref.at(i) for i in range(len(got))]
+    text = "C[y] = (S[j, y] & D[k, x] & S[j, x]) * d(j, k, x; counting, counting, boolean)"
+    C, ref = ct.einsum(text, S=S, D=D), oracle(text, S=S, D=D)
+    assert all(v != 0 for _, v in C.pieces())
+    for p in probes(breakpoints_1d(S, D, C)):
+        assert C[p] == ref.at((p.value, p.eps)), (p, C[p], ref.at((p.value, p.eps)))
+    Bx = ct.box([0.0, 1.0], [2.5, 4.0])
+    text = "C[i] = (S[i, x] & Bx[y, x]) * d(x, y; boolean, lebesgue)"
+    got, ref = ct.einsum(text, S=S, Bx=Bx).to_numpy(), oracle(text, S=S, Bx=Bx)
+    assert all(close(got[i], ref.at(i)) for i in range(len(got)))
+
+
 def _window(path, lo, hi):
     from ctensor.apps.bedio import read_intervals
     df = read_intervals(str(path), "data")
@@ -244,9 +263,10 @@ def test_nested_count_errors():
     D = ct.interval_set([1.0, 5.5], [3.0, 7.0])
     with pytest.raises(ct.InvalidProgramError, match="innermost|storage order"):
         ct.einsum(COUNT, Q=Q, D=D, order=["i", "x", "j"])
-    A = ct.intervals([0.0], [1.0], values=[2.0])
-    with pytest.raises(ct.InvalidProgramError, match="disjunction.*float"):
-        ct.einsum("C[i] = (Q[i, x] * A[x]) * d(x; boolean)", Q=Q, A=A, semiring="+")
+    # a real counting index outside the ∨ is not lowered
+    P = ct.points(np.array([[1.0], [5.5]]))
+    with pytest.raises(ct.InvalidProgramError, match="counting measure on the real index 'y' outside the ∨"):
+        ct.einsum("s[] = (P[y, k] & D[j, x]) * d(y, k, j, x; counting, counting, counting, boolean)", P=P, D=D)
     # the boolean index x must be inside j, but P stores x outside its ids j
     P = ct.points(np.array([[1.0], [5.5]]))
     with pytest.raises(ct.InvalidProgramError, match="innermost loops, but no loop order"):

@@ -28,6 +28,7 @@ from ..looplets.nodes import Hollow
 from ..lower.context import Context
 from ..lower.lowerer import lower, read_scalars
 from ..lang.nesting import inner_indices
+from ..lang.semiring import identity
 from ..lower.nest import (expanded_terms, loop_nest, mark_all_unions, mark_unions, nested_nest, reduction_terms,
                           union_read)
 from ..lower.notation import Access, ScalarOut, Val, walk_accesses
@@ -139,7 +140,7 @@ def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_su
             raise InvalidProgramError(f"the nested reduction (∨ over {sorted(inner)} inside {plan.op!r}) of "
                                       f"{es.text!r} over a UniformGrid is not lowered")
         any_ = Access(ScalarOut(ctx.mut(ir.I1, b.FALSE, "any"), "bool"), (), "∨", "update")
-        nest = nested_nest(order, extents, lhs, plan.op, rhs, plan.measures, inner, any_)
+        nest = nested_nest(order, extents, lhs, plan.op, rhs, plan.measures, inner, any_, identity(plan.op) == 0)
     else:
         nest = loop_nest(order, extents, lhs, plan.op, rhs, plan.measures, terms, split_at)
     lower(ctx, read_scalars(ctx, nest))

@@ -10,7 +10,7 @@ user semiring) the boolean-measure indices reduce with ∨ *innermost* — a boo
 point of the other indices, started false, ∨-accumulated over the inner loops and ⊕-added into the
 output with the other indices' measures after them (`lower.nest.nested_nest`).  So
 
-* the expression must be boolean (compare a number, `A[x] > 0`): ∨ of a number is not defined;
+* ∨ reads the expression's truth value (a number x as x != 0, NaN true), as `|` reads its operands;
 * the boolean indices are the innermost loops; the default order puts them there when the tensors'
   storage order allows it, and an `order=` that does not is refused (as is a program whose
   storage order forbids it: D[x, j] with j counted and x boolean; store D[j, x]);
@@ -38,11 +38,7 @@ def output_type(op, rk: str, measures: dict, kinds: dict, text: str):
     InvalidProgramError for a nested reduction (module docstring) it does not lower."""
     inner = inner_indices(op, measures)
     if inner:
-        if rk != "bool":
-            raise InvalidProgramError(
-                f"under the non-idempotent reduction {_name(op)} the boolean measure on {sorted(inner)} is a "
-                f"disjunction (∨) inside it, of a boolean expression, but the expression of {text!r} is {rk}: "
-                "compare it (A[x] > 0), or pass an idempotent semiring ('or', 'max', 'min')")
+        rk = "bool"              # ∨ of the expression's truth value: what the outer ⊕ adds
         for i, m in measures.items():
             if i not in inner and m == "counting" and kinds[i] == "real":
                 raise InvalidProgramError(

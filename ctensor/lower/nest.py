@@ -107,16 +107,21 @@ def _wrap(idxs, stmt, extents):
     return stmt
 
 
-def nested_nest(order, extents, lhs, op, rhs, measures, inner, any_):
+def nested_nest(order, extents, lhs, op, rhs, measures, inner, any_, false_adds_nothing):
     """`lhs op= (∨ over the indices `inner` of rhs)` weighed by the other measures (`lang.nesting`:
     ∑_j ∨_x): the indices `inner` are the innermost loops of `order`; per point of the others the
     boolean temporary `any_` (an Access of a `ScalarOut`) is set false, ∨-accumulated by the inner
-    loops, then ⊕-added into lhs, where the collapse of the outer loops weighs it."""
+    loops, then ⊕-added into lhs, where the collapse of the outer loops weighs it.
+    `false_adds_nothing`: false (0) is ⊕'s identity, so the add is made only where `any_` is true
+    (`MAYBE`): an output entry is written for the points that have one, as in a single nest."""
+    from .simplify import MAYBE
     outer = [i for i in order if i not in inner]
+    hit = Val(_read(any_.tns.var), "bool")
     body = Block([Assign(any_, "=", Lit(False), {}),
                   _wrap(order[len(outer):], Assign(any_, "or", rhs, {i: m for i, m in measures.items() if i in inner}),
                         extents),
-                  Assign(lhs, op, Val(_read(any_.tns.var), "bool"), {i: m for i, m in measures.items() if i not in inner})])
+                  Assign(lhs, op, Call(MAYBE, (hit, hit)) if false_adds_nothing else hit,
+                         {i: m for i, m in measures.items() if i not in inner})])
     return _wrap(outer, body, extents)
 
 

@@ -18,8 +18,8 @@ Fig. 5 semantics, as ``evaluate(text, tensors, scalars=None, semiring=None) -> R
 4. Step 2: for each product cell, evaluate the expression on the tensors' constants, weight by
    the measures of the reduction axes and ⊕-accumulate into the output cell.  Semirings: ``"+"``
    (default; fill 0; contribution v × Π w with 0 × ∞ = 0 and measure-zero cells skipped),
-   ``"or"`` (default when every measure is boolean; fill False), ``"min"`` (fill +inf), ``"max"``
-   (fill −inf); an idempotent semiring adds v iff every weight is non-zero; a `UserSemiring`
+   ``"or"`` (default when every reduction index's measure is boolean, an int index's implicit
+   counting included; fill False), ``"min"`` (fill +inf), ``"max"`` (fill −inf); an idempotent semiring adds v iff every weight is non-zero; a `UserSemiring`
    (Python add, zero, idempotent, repeat: see `semirings`).  Under a non-idempotent ⊕ the
    ``boolean`` indices reduce with ∨ innermost, per point of the other indices (∑_j ∨_x).
 5. An int reduction over `OTHER` under ``"+"`` must contribute 0 (else ValueError).  An int index

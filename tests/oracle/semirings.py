@@ -3,7 +3,8 @@
 Semirings (name: ⊕, identity = output fill):
   ``"+"``   (+, ×)  fill 0.0      ``"or"``  (∨, ∧)  fill False
   ``"min"`` ⊕=min   fill +inf     ``"max"`` ⊕=max   fill −inf
-Default: ``"or"`` when the program has d(...) and every measure in it is ``boolean``, else ``"+"``.
+Default: ``"or"`` when the program reduces and every reduction index's measure is ``boolean``
+(an int index without one in d(...) counts: it is not), else ``"+"``.
 
 Measures, as weights of one elementary cell along one reduction axis:
   ``lebesgue``  real axis only: hi.v − lo.v with ε dropped (pinpoint 0, ray inf)

@@ -68,3 +68,17 @@ def test_refusal_message_names_a_user_semiring():
     sr = ct.Semiring("a * b", 1.0, annihilator=0.0, repeat="a ** w")
     with pytest.raises(ct.InvalidProgramError, match="a \\* b"):
         ct.einsum("O[y] = (T0[x + y] + 1) * d(x; counting)", semiring=sr, T0=T0)
+
+
+@pytest.mark.xfail(strict=True, reason="counting over a UniformGrid-binned point tensor misses another tensor's "
+                   "pinpoint when the body does not vanish there: A's pinpoint x = -1 (outside the grid's cells) "
+                   "adds A*P + 1 = 1 for each id, and the tile path drops it (1.0; without grid=, 2.0); "
+                   "`A[x] + P[x, i]` is right.  Found by the fuzzer (seed 0 program 382: 3.0 vs 6.0); "
+                   "ctensor/lower/tile.py with the counting isolation of the inner loop")
+def test_counting_over_a_grid_tensor_sees_other_pinpoints():
+    A = ct.intervals([-1.0], [-1.0], values=[3.0], closed="both")
+    text = "s[] = (A[x] * P[x, i] + 1) * d(x; counting)"
+    flat = ct.points(np.array([[0.5]]))
+    assert ct.einsum(text, A=A, P=flat) == oracle(text, A=A, P=flat).value == 2.0
+    grid = ct.points(np.array([[0.5]]), grid=1)
+    assert ct.einsum(text, A=A, P=grid) == oracle(text, A=A, P=grid).value == 2.0

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import FormatError
 from .dense import Dense
 from .element import Element, Pattern, kind_of
-from .level import CLOSED, Level, as_array, as_flag, check_no_nan, closed_eps
+from .level import CLOSED, Level, as_array, as_flag, check_no_nan, closed_eps, real_endpoints
 from .sparse_interval import SparseInterval
 from .sparse_list import SparseList
 from .sparse_point import SparsePoint
@@ -65,8 +65,7 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
     FormatError : wrong shape or dtype, NaN, start after end (or an empty half-open interval),
         intervals out of order or overlapping — closed intervals sharing an endpoint overlap.
     """
-    s = as_array(start, "start", np.float64)
-    e = as_array(end, "end", np.float64)
+    s, e = real_endpoints(start, end, ("start", "end"))     # float32 pairs stay float32 (read widened)
     if s.shape != e.shape:
         raise FormatError(f"start has {s.shape[0]} entries but end has {e.shape[0]}")
     n = s.shape[0]
@@ -205,7 +204,8 @@ def points(coords, grid=None) -> Tensor:
 
     Raises FormatError on NaN/inf, wrong ndim or dtype, or a grid that is not positive integers.
     """
-    c = as_array(coords, "coords", np.float64, ndim=2)
+    single = getattr(coords, "dtype", None) == np.float32           # float32 stays float32 (read widened)
+    c = as_array(coords, "coords", np.float32 if single else np.float64, ndim=2)
     n, d = c.shape
     if not 1 <= d <= MAX_DIMS:
         raise FormatError(f"coords: {d} dimensions; need 1 to {MAX_DIMS} (one level per dimension)")

@@ -129,6 +129,30 @@ class Level:
         raise NotImplementedError
 
 
+def real_coords(x, name: str) -> np.ndarray | None:
+    """Real coordinates of a level: a float32 array is kept as given (no copy; kernels read it
+    widened to float64, which is exact), anything else becomes float64.  None stays None."""
+    if x is None:
+        return None
+    single = getattr(x, "dtype", None) == np.float32
+    return as_array(x, name, np.float32 if single else np.float64)
+
+
+def real_endpoints(left, right, names=("left", "right")):
+    """(left, right) interval endpoints of a real level: float32 kept when both are float32 (one
+    width per level: the format key names it), float64 otherwise."""
+    if getattr(left, "dtype", None) == np.float32 and getattr(right, "dtype", None) == np.float32:
+        return real_coords(left, names[0]), real_coords(right, names[1])
+    return (None if left is None else as_array(left, names[0], np.float64),
+            None if right is None else as_array(right, names[1], np.float64))
+
+
+def coord_suffix(*arrays) -> tuple:
+    """The format-key suffix of real coordinate arrays: ('float32',) when stored in single
+    precision (a kernel reads its buffers at the compiled width), () otherwise."""
+    return ("float32",) if any(a is not None and a.dtype == np.float32 for a in arrays) else ()
+
+
 def as_array(x, name: str, dtype=None, ndim=1) -> np.ndarray:
     """Coerce user input to a contiguous numpy array, raising FormatError on bad shape/dtype."""
     try:

@@ -66,14 +66,14 @@ def _next(st):
 def reversed_sparse_list(lvl, ctx, pos):
     """SparseList (pinpoints or ids, `lvl.view.sign < 0`): Spike chunks from the last entry down."""
     st, n = {}, lvl.name
-    coord = lambda k: lvl._lim(b.load(lvl.idx, k))
+    coord = lambda k: lvl._lim(b.load_wide(lvl.idx, k))
 
     def last_of(k):
         return SymLimit(b.const(lvl._bottom(), lvl.cty), b.i8(0)) if k is None else coord(k)
 
     def step_preamble(ctx):
         st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
-        st["c"] = ctx.let(b.load(lvl.idx, st["qv"]), n + "_c")
+        st["c"] = ctx.let(b.load_wide(lvl.idx, st["qv"]), n + "_c")
         st["slot"] = lvl.child_pos(ctx, pos, st["qv"])
 
     stepper = Stepper(seek=_seek(ctx, st, coord, n + "_s"), preamble=step_preamble,

@@ -23,11 +23,11 @@ from ..errors import FormatError
 from ..extents import Extent, SymLimit
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import F64, I64, PtrType
+from ..ir.types import F32, F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence
 from .affine import see
-from .level import Facts, Level, as_array, as_shape, check_no_nan, closed_eps
+from .level import Facts, Level, as_array, as_shape, check_no_nan, closed_eps, coord_suffix, real_endpoints
 from .sparse_run_list import endpoints_ok
 
 
@@ -52,9 +52,11 @@ class SparseInterval(Level):
         self.child, self.closed = child, closed
         self.coord = "real" if shape is None else "int"
         self.shape = as_shape(shape, "SparseInterval")
-        dt = np.float64 if shape is None else np.int64
-        self.left = None if left is None else as_array(left, "left", dt)
-        self.right = None if right is None else as_array(right, "right", dt)
+        if shape is None:
+            self.left, self.right = real_endpoints(left, right)
+        else:
+            self.left = None if left is None else as_array(left, "left", np.int64)
+            self.right = None if right is None else as_array(right, "right", np.int64)
 
     # the two facts below scan `left`; levels are immutable once built, so each is computed once
 
@@ -84,7 +86,8 @@ class SparseInterval(Level):
     def format_key(self):
         if self.coord == "int":
             return ("SparseInterval", "int", self.closed, Facts((self.tiled,)), self.child.format_key())
-        return ("SparseInterval", self.closed, Facts((self.finite, self.unbounded)), self.child.format_key())
+        return ("SparseInterval", self.closed, Facts((self.finite, self.unbounded)), self.child.format_key()) + \
+            coord_suffix(self.left)
 
     def format_str(self):
         return f"SparseInterval({self.child.format_str()}, closed={self.closed!r})"
@@ -174,7 +177,7 @@ class VSparseInterval:
     def __init__(self, ctx, lvl, name):
         self.lvl, self.name, self.fill = lvl, name, lvl.fill
         self.coord = lvl.coord
-        ty = F64 if lvl.coord == "real" else I64
+        ty = (F32 if coord_suffix(lvl.left) else F64) if lvl.coord == "real" else I64
         if lvl.coord == "int":
             self.shape = ir.Read(ctx.param(name + "_shape", I64, ("shape", lvl, "shape")))
         self.left = ir.Read(ctx.param(name + "_left", PtrType(ty), ("read", lvl, "left")))
@@ -221,8 +224,8 @@ class VSparseInterval:
         if self.lvl.unbounded:
             lo = SymLimit.const(Limit(-math.inf, le))
         else:
-            lo = SymLimit(b.load(self.left, pos), b.i8(le), self.lvl.finite)
-        hi = SymLimit(b.load(self.right, pos), b.i8(re), True)
+            lo = SymLimit(b.load_wide(self.left, pos), b.i8(le), self.lvl.finite)
+        hi = SymLimit(b.load_wide(self.right, pos), b.i8(re), True)
         lo, hi = self._ends(lo, hi)
         bind = lambda x, h: x if b.is_const(x.v) else SymLimit(ctx.let(x.v, self.name + h), x.e, x.finite)
         lo, hi = bind(lo, "_l"), bind(hi, "_r")

@@ -21,13 +21,13 @@ from ..errors import FormatError
 from ..extents import Extent, SymLimit, lim_le
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import F64, I64, PtrType
+from ..ir.types import F32, F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import (FillLeaf, Fiber, Lookup, PhaseSpec, Run, Sequence, Spike,
                               Stepper, Thunk, Walk)
 from .affine import INT_BOTTOM, see
 from .append import append_entry, fiber_writer
-from .level import Level, as_array, as_shape, check_coords, check_ptr, check_sorted_fibers
+from .level import Level, as_array, as_shape, check_coords, check_ptr, check_sorted_fibers, coord_suffix, real_coords
 
 
 class SparseList(Level):
@@ -37,7 +37,8 @@ class SparseList(Level):
     ----------
     child : Level
     ptr : int64 array (npos+1), optional — fiber p owns entries ptr[p]..ptr[p+1]-1
-    idx : array, optional — coordinates; float64 for a real axis, integers for an integer axis
+    idx : array, optional — coordinates; float64 for a real axis (a float32 array is kept without a
+        copy and read widened to float64), integers for an integer axis
     shape : int, optional — for an integer axis, coordinates lie in [0, shape-1]
     real : bool, optional — force the axis kind (default: real unless `shape` is given or idx is
         an integer array)
@@ -53,10 +54,10 @@ class SparseList(Level):
         self.coord = "real" if real else "int"
         self.shape = as_shape(shape, "SparseList")
         self.ptr = None if ptr is None else as_array(ptr, "ptr", np.int64)
-        self.idx = None if idx is None else as_array(idx, "idx", np.float64 if real else np.int64)
+        self.idx = real_coords(idx, "idx") if real else (None if idx is None else as_array(idx, "idx", np.int64))
 
     def format_key(self):
-        return ("SparseList", self.coord, self.child.format_key())
+        return ("SparseList", self.coord, self.child.format_key()) + coord_suffix(self.idx)
 
     def format_str(self):
         return f"SparseList({self.child.format_str()})"
@@ -118,7 +119,8 @@ class VSparseList:
             self.shape = ir.Read(ctx.param(name + "_shape", I64, ("shape", lvl, "shape")))
         if mode == "read":
             self.ptr = ir.Read(ctx.param(name + "_ptr", PtrType(I64), ("read", lvl, "ptr")))
-            self.idx = ir.Read(ctx.param(name + "_idx", PtrType(self.cty), ("read", lvl, "idx")))
+            single = lvl.idx is not None and lvl.idx.dtype == np.float32
+            self.idx = ir.Read(ctx.param(name + "_idx", PtrType(F32 if single else self.cty), ("read", lvl, "idx")))
         else:
             from ..lower.context import GrowBuffer
             self.ptrbuf = GrowBuffer(ctx, name + "_ptr", I64, lvl, "ptr")
@@ -171,7 +173,7 @@ class VSparseList:
         if not self.union_readable():
             return None
         from .run_union import unfurl_union
-        at = lambda k: self._lim(b.load(self.idx, k))
+        at = lambda k: self._lim(b.load_wide(self.idx, k))
         return unfurl_union(self, ctx, pos, at, at, reverse=reverse, present=present)
 
     def child_pos(self, ctx, pos, q):
@@ -190,7 +192,7 @@ class VSparseList:
             st["q_stop"] = ctx.let(b.load(self.ptr, b.add(pos, b.i64(1))), n + "_q_stop")
             last = ctx.mut(self.cty, b.const(self._bottom(), self.cty), n + "_last")
             ctx.if_(b.lt(ir.Read(st["q"]), st["q_stop"]),
-                    lambda: ctx.assign(last, self._lim(b.load(self.idx, b.sub(st["q_stop"], b.i64(1)))).v))
+                    lambda: ctx.assign(last, self._lim(b.load_wide(self.idx, b.sub(st["q_stop"], b.i64(1)))).v))
             # an empty fiber's last coordinate (-inf, or -1 for integers) is before every start
             st["last"] = SymLimit(ctx.let(ir.Read(last), n + "_last"), b.i8(0))
 
@@ -200,14 +202,14 @@ class VSparseList:
                 return          # integer coordinates are validated >= 0: already there
 
             def search():
-                key = lambda k: lim_le(e.start, self._lim(b.load(self.idx, k)))
+                key = lambda k: lim_le(e.start, self._lim(b.load_wide(self.idx, k)))
                 ctx.assign(q, ctx.search_near(key, ir.Read(q), st["q_stop"], self._finger(ctx, "seek"), n + "_s"))
             inrange = b.lt(ir.Read(q), st["q_stop"])
-            ctx.if_(inrange, lambda: ctx.if_(b.lnot(lim_le(e.start, self._lim(b.load(self.idx, ir.Read(q))))), search))
+            ctx.if_(inrange, lambda: ctx.if_(b.lnot(lim_le(e.start, self._lim(b.load_wide(self.idx, ir.Read(q))))), search))
 
         def span(ctx, e):
             """Positions [lo, hi) of the coordinates in e: two finger searches from the cursor."""
-            at = lambda k: self._lim(b.load(self.idx, k))
+            at = lambda k: self._lim(b.load_wide(self.idx, k))
             q0 = ctx.let(ir.Read(st["q"]), n + "_q0")
             lo = ctx.search_near(lambda k: lim_le(e.start, at(k)), q0, st["q_stop"], self._finger(ctx, "lo"), n + "_lo")
             hi = ctx.search_near(lambda k: b.lnot(lim_le(at(k), e.stop)), lo, st["q_stop"],
@@ -236,12 +238,12 @@ class VSparseList:
                     n + "_skip", lambda: ir.Read(k), lambda q: b.land(b.le(lo, q), b.lt(q, hi)), empty,
                     lambda q: ctx.assign(k, b.add(q, step))))
             c = ctx.mut(self.cty, b.const(0, self.cty), n + "_extc")
-            ctx.if_(found, lambda: ctx.assign(c, self._lim(b.load(self.idx, ir.Read(k))).v))
+            ctx.if_(found, lambda: ctx.assign(c, self._lim(b.load_wide(self.idx, ir.Read(k))).v))
             return found, ctx.let(ir.Read(c), n + "_extremum")
 
         def step_preamble(ctx):
             st["qv"] = ctx.let(ir.Read(st["q"]), n + "_qv")
-            st["c"] = ctx.let(b.load(self.idx, st["qv"]), n + "_c")
+            st["c"] = ctx.let(b.load_wide(self.idx, st["qv"]), n + "_c")
             st["slot"] = self.child_pos(ctx, pos, st["qv"])
 
         def nxt(ctx, full):

@@ -16,12 +16,12 @@ from ..errors import FormatError, InvalidProgramError
 from ..extents import Extent, SymLimit
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import F64, I64, PtrType
+from ..ir.types import F32, F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Pinpoint, Run, Sequence, Spike
 from ..looplets.truncate import truncate
 from .affine import see
-from .level import Level, as_array, as_shape, check_coords
+from .level import Level, as_array, as_shape, check_coords, coord_suffix, real_coords
 
 
 class SparsePoint(Level):
@@ -30,7 +30,8 @@ class SparsePoint(Level):
     Parameters
     ----------
     child : Level
-    idx : array, one coordinate per parent position: float64 pinpoints on a real axis, or integer
+    idx : array, one coordinate per parent position: float64 pinpoints on a real axis (float32 kept
+        without a copy, read widened to float64), or integer
         ids in [0, shape-1] when `shape` is given
     shape : int, optional — makes the axis integer (ids), like SparseList's `shape`
     positions : bool — integer axis only: the id of fiber p is p itself and no idx is stored
@@ -50,11 +51,12 @@ class SparsePoint(Level):
         self.positions = bool(positions)
         if self.positions and (self.coord != "int" or idx is not None):
             raise FormatError("SparsePoint(positions=True) needs an integer axis (shape=) and no idx")
-        dtype = np.float64 if shape is None else np.int64
-        self.idx = None if idx is None else as_array(idx, "idx", dtype)
+        self.idx = real_coords(idx, "idx") if shape is None else \
+            (None if idx is None else as_array(idx, "idx", np.int64))
 
     def format_key(self):
-        return ("SparsePoint", self.coord + ("=pos" if self.positions else ""), self.child.format_key())
+        return ("SparsePoint", self.coord + ("=pos" if self.positions else ""), self.child.format_key()) + \
+            coord_suffix(self.idx)
 
     def format_str(self):
         return f"SparsePoint({self.child.format_str()}{', positions=True' if self.positions else ''})"
@@ -113,7 +115,8 @@ class VSparsePoint:
         if not real:
             self.shape = ir.Read(ctx.param(name + "_shape", I64, ("shape", lvl, "shape")))
         self.idx = None if lvl.positions else \
-            ir.Read(ctx.param(name + "_idx", PtrType(F64 if real else I64), ("read", lvl, "idx")))
+            ir.Read(ctx.param(name + "_idx", PtrType((F32 if coord_suffix(lvl.idx) else F64) if real else I64),
+                              ("read", lvl, "idx")))
         self.child = lvl.child.virtualize(ctx, name + "c", "read")
 
     view = None          # a CoordView when read through an affine index (`formats.affine`)
@@ -127,7 +130,7 @@ class VSparsePoint:
         return self.unfurl(ctx, pos, ext, "read")    # one point: the same nest in either order
 
     def unfurl(self, ctx, pos, ext, mode, dirty=None):
-        x = see(self, SymLimit(pos if self.idx is None else b.load(self.idx, pos), b.i8(0), True), True)
+        x = see(self, SymLimit(pos if self.idx is None else b.load_wide(self.idx, pos), b.i8(0), True), True)
         x = SymLimit(ctx.let(x.v, self.name + "_x"), x.e, True)
         spike = Spike(FillLeaf(self.fill), Fiber(self.child, pos))
         continuous = self.coord == "real"

@@ -27,13 +27,14 @@ from ..errors import FormatError
 from ..extents import Extent, SymLimit, lim_le
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import I1, F64, I8, I64, PtrType
+from ..ir.types import I1, F32, F64, I8, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import (AcceptRun, FillLeaf, Fiber, PhaseSpec, Run,
                               Sequence, Stepper, Thunk)
 from .affine import see
 from .append import append_entry, fiber_writer
-from .level import DEFAULT_CLOSED, Level, as_array, check_no_nan, check_ptr, closed_eps
+from .level import (DEFAULT_CLOSED, Level, as_array, check_no_nan, check_ptr, closed_eps, coord_suffix,
+                    real_endpoints)
 from .sparse_list import prefix_sum
 
 
@@ -49,7 +50,8 @@ class SparseRunList(Level):
     ----------
     child : Level
     ptr : int64 array (npos+1), optional
-    left, right : float64 arrays, optional — interval endpoints
+    left, right : float64 arrays, optional — interval endpoints (both float32: kept without a copy
+        and read widened to float64)
     closed : {'left', 'right', 'both', 'neither'} or None, default 'left'
         Homogeneous closedness ('left' = [a, b)), or None for per-endpoint `left_eps`/`right_eps`.
         As an output format (`out=`): left at the default, the result is stored homogeneous when
@@ -71,8 +73,7 @@ class SparseRunList(Level):
                 raise FormatError(f"SparseRunList: left_eps/right_eps give each endpoint its own closedness "
                                   f"and need closed=None; with closed={closed!r} every interval has that one")
         self.ptr = None if ptr is None else as_array(ptr, "ptr", np.int64)
-        self.left = None if left is None else as_array(left, "left", np.float64)
-        self.right = None if right is None else as_array(right, "right", np.float64)
+        self.left, self.right = real_endpoints(left, right)
         self.left_eps = None if left_eps is None else as_array(left_eps, "left_eps", np.int8)
         self.right_eps = None if right_eps is None else as_array(right_eps, "right_eps", np.int8)
 
@@ -87,7 +88,7 @@ class SparseRunList(Level):
 
     # ---- structure
     def format_key(self):
-        return ("SparseRunList", self.closed, self.child.format_key())
+        return ("SparseRunList", self.closed, self.child.format_key()) + coord_suffix(self.left)
 
     def format_str(self):
         c = "" if self.closed == "left" else f", closed={self.closed!r}"
@@ -189,7 +190,8 @@ class VSparseRunList:
         self.closed = lvl.closed if mode == "read" else None
         P = lambda nm, ty: ir.Read(ctx.param(f"{name}_{nm}", PtrType(ty), ("read", lvl, nm)))
         if mode == "read":
-            self.ptr, self.left, self.right = P("ptr", I64), P("left", F64), P("right", F64)
+            ety = F32 if coord_suffix(lvl.left) else F64
+            self.ptr, self.left, self.right = P("ptr", I64), P("left", ety), P("right", ety)
             if self.closed is None:
                 self.left_eps, self.right_eps = P("left_eps", I8), P("right_eps", I8)
         else:
@@ -205,13 +207,13 @@ class VSparseRunList:
 
     def _left(self, k):
         if self.closed is None:
-            return SymLimit(b.load(self.left, k), b.load(self.left_eps, k))
-        return SymLimit(b.load(self.left, k), b.i8(closed_eps(self.closed)[0]))
+            return SymLimit(b.load_wide(self.left, k), b.load(self.left_eps, k))
+        return SymLimit(b.load_wide(self.left, k), b.i8(closed_eps(self.closed)[0]))
 
     def _right(self, k):   # validated: a right endpoint is never -inf
         if self.closed is None:
-            return SymLimit(b.load(self.right, k), b.load(self.right_eps, k), True)
-        return SymLimit(b.load(self.right, k), b.i8(closed_eps(self.closed)[1]), True)
+            return SymLimit(b.load_wide(self.right, k), b.load(self.right_eps, k), True)
+        return SymLimit(b.load_wide(self.right, k), b.i8(closed_eps(self.closed)[1]), True)
 
     def _bind(self, ctx, lim: SymLimit, hint):
         return SymLimit(ctx.let(lim.v, hint), ctx.let(lim.e, hint + "_e"), lim.finite)

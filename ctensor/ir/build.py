@@ -275,6 +275,13 @@ def load(ptr, index):
     return Load(ptr, cast(I64, index))
 
 
+def load_wide(ptr, index):
+    """A load widened to float64 when the buffer holds float32 (real coordinates stored in single
+    precision: every comparison and shift is done in float64, exactly)."""
+    v = load(ptr, index)
+    return cast(F64, v) if v.type == F32 else v
+
+
 def neg(a):
     if isinstance(a, Const):
         return Const(-a.value, a.type)

@@ -17,6 +17,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per phase of one program")
     ap.add_argument("--out", help="write the summary (and every failure) as JSON here")
     ap.add_argument("--records", help="write every program's record as JSON lines here (as they arrive)")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --records: keep the programs that file already holds and run the rest")
     ap.add_argument("--summarize", help="print the summary of a records file (of a run in progress too)")
     ap.add_argument("--all-orders", action="store_true",
                     help="the oracle evaluates every accepted evaluation order and compares (about 10x slower "
@@ -54,7 +56,13 @@ def main(argv=None) -> int:
     def progress(done, total):
         print(f"\r{done}/{total} programs, {time.time() - t0:.0f} s", end="", file=sys.stderr, flush=True)
 
-    records = run(a.seed, a.programs, a.jobs, a.chunk, a.timeout, progress=progress, records=a.records)
+    done = []
+    if a.resume and a.records:
+        import os
+        if os.path.exists(a.records):
+            with open(a.records) as f:
+                done = [json.loads(line) for line in f if line.strip()]
+    records = run(a.seed, a.programs, a.jobs, a.chunk, a.timeout, progress=progress, records=a.records, done=done)
     print(file=sys.stderr)
     s = summarize(records, a.seed)
     s["wall_s"] = round(time.time() - t0, 1)

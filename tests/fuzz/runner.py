@@ -91,8 +91,10 @@ def _run_chunk(seed, start, stop, timeout, hang_s, env, out: list, lock, sink=No
 
 
 def run(seed: int, programs: int, jobs: int = 1, chunk: int = 40, timeout: float = 60.0,
-        hang_s: float = 240.0, cache_dir: str | None = None, progress=None, records=None) -> list:
-    """Records of programs 0..programs-1 of run `seed`, sorted by program number."""
+        hang_s: float = 240.0, cache_dir: str | None = None, progress=None, records=None,
+        done: list = ()) -> list:
+    """Records of programs 0..programs-1 of run `seed`, sorted by program number; `done`: records
+    of an interrupted run of the same seed (those programs are not run again, `--resume`)."""
     env = dict(os.environ)
     tmp = None
     if cache_dir is None:
@@ -100,9 +102,16 @@ def run(seed: int, programs: int, jobs: int = 1, chunk: int = 40, timeout: float
         cache_dir = tmp.name
     env["CTENSOR_CACHE_DIR"] = cache_dir
     env.setdefault("PYTHONHASHSEED", "0")
-    chunks = deque((a, min(a + chunk, programs)) for a in range(0, programs, chunk))
-    out, lock = [], threading.Lock()
-    sink = open(records, "w") if records else None
+    have = {r["k"] for r in done}
+    chunks = deque()
+    for a in range(0, programs, chunk):           # runs of consecutive programs still to do
+        ks = [k for k in range(a, min(a + chunk, programs)) if k not in have]
+        while ks:
+            n = next((j for j in range(1, len(ks)) if ks[j] != ks[j - 1] + 1), len(ks))
+            chunks.append((ks[0], ks[n - 1] + 1))
+            ks = ks[n:]
+    out, lock = [r for r in done if r["k"] < programs], threading.Lock()
+    sink = open(records, "a" if done else "w") if records else None
 
     def work():
         while True:

@@ -48,10 +48,11 @@ def test_guard_prover_with_an_int_user_measure_under_min():
 
 
 @pytest.mark.xfail(strict=True, raises=IRError, reason="a user semiring whose ⊕ is logical (`a | b`) over "
-                   "float values: the combine lowers `a | b` of floats as cast<i64>(a) | cast<i64>(b), an i64 "
-                   "select arm beside the f64 accumulator, and the IR verifier raises IRError (a crash, not a "
-                   "refusal); found by the fuzzer (seed 7 programs 91, 286; seed 11 program 58); "
-                   "ctensor/lower/user_reduction.py combine_user")
+                   "float values: lower/ops.py types `a | b` of floats as float (`kind`: the widest operand) "
+                   "but `_call` emits the int bitwise cast<i64>(a) | cast<i64>(b), so the combine's select has an "
+                   "i64 arm beside the f64 accumulator and the IR verifier raises IRError (a crash, not a "
+                   "refusal); found by the fuzzer (seed 0 programs 590, 684, 704, 746, 767, 951, 952 of the "
+                   "f37e1d5 run; seed 7 programs 91, 286)")
 def test_user_or_semiring_over_float_values():
     A = ct.intervals([0.0, 2.0], [1.0, 2.0], values=[1.5, 0.5], closed="both")
     text = "s[] = A[x] * d(x; counting)"

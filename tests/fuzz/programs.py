@@ -4,7 +4,7 @@
 (seed, k): 1-3 tensors (explicit level nests or constructors, `levels`), each mode read by an
 index of its kind — real x, y, z; integer i, j, k with fixed extents `INT_SHAPES` — plainly, through
 an affine map (`2*x + 1`, `-x`, `a*x - c` with scalars, negative scales) or an index sum
-(`x + y`, Toeplitz); never one index twice in an access (diagonal access is not generated).  The
+(`x + y`, Toeplitz); sometimes one index twice in an access (a diagonal, `B[x, x]`).  The
 accesses are combined by `*` mostly, and `+ - min max` comparisons, `&`, a scalar, a bare index,
 `x if ... else inf`; the output keeps some indices (scalar, integer, continuous or mixed); each
 reduction index gets a measure (lebesgue, counting, boolean, a user `ct.Measure`; integer ones may
@@ -157,7 +157,11 @@ def _generate(rng, seed, k) -> Program:
         src, kinds = _tensor_kinds(rng)
         for _ in range(20):                  # indices for every mode (else draw other kinds)
             taken, dims, after = set(), [], None
-            for kind in kinds:
+            for m, kind in enumerate(kinds):
+                same = [d for d, dk in zip(dims, kinds) if dk == kind]
+                if same and rng.random() < 0.06:         # a diagonal access B[x, x] (Fig. 2 grammar)
+                    dims.append(_pick(rng, same))
+                    continue
                 v = _index(rng, REAL_IDX if kind == "real" else INT_IDX, rank, taken, after)
                 if v is None:
                     break

@@ -24,6 +24,7 @@ from ..ir import build as b
 from ..ir.types import F64, I1, I64
 from ..lang.semiring import Semiring
 from .notation import Call, Lit, Sieve, Val
+from .ops import kind
 
 _KIND = {I1: "bool", I64: "int", F64: "float"}
 
@@ -37,7 +38,10 @@ def _subst(e, env):
     if isinstance(e, EScalar):
         return env[e.name]
     if isinstance(e, ECall):
-        return Call(e.op, tuple(_subst(a, env) for a in e.args))
+        args = tuple(_subst(a, env) for a in e.args)
+        if e.op in ("and", "or", "xor"):      # logical, as in the einsum (`lang.program._logical`)
+            args = tuple(a if kind(a) == "bool" else Call("ne", (a, Lit(0))) for a in args)
+        return Call(e.op, args)
     raise InvalidProgramError(f"unsupported expression {e!r} in a semiring")
 
 

@@ -45,7 +45,10 @@ def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=No
                         f"got {type(out).__name__}")
     check_order(order)
     if semiring is not None and not isinstance(semiring, (str, Semiring)):    # before it reaches the cache's dict
-        raise TypeError(f"semiring= must be a name such as '+', 'min' or '(min,+)', or a ct.Semiring, got {semiring!r}")
+        hint = (" (per-index semirings are not accepted: the boolean measure's indices reduce with ∨ inside a "
+                "non-idempotent ⊕, d(x, j; boolean, counting) is ∑_j ∨_x)") if isinstance(semiring, dict) else ""
+        raise TypeError(f"semiring= must be a name such as '+', 'min' or '(min,+)', or a ct.Semiring, "
+                        f"got {semiring!r}{hint}")
     as_flag(assume_valid, "assume_valid")
     guards = enabled_by_default() if prove_guards is None else as_flag(prove_guards, "prove_guards")
     ms = tuple(sorted((k, m.weight) for k, m in user_measures(kwargs).items()))

@@ -99,6 +99,8 @@ def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_su
         vout.declare(ctx, b.i64(1))
         lhs = Access(Hollow(vout, b.i64(0), None), es.out_idxs, es.out, "update")
     tiling = plan_tiles(es, plan, tensors)
+    if tiling is not None:
+        ctx.grid_tensors = frozenset(tiling.depth)
     rhs = mark_unions(notation(plan.rhs, roots, svals, plan.kinds, tiling, root_cover(plan, vlevels, tiling)))
     extents = {i: vlevels[plan.source[i]].extent() for i in plan.order}
     order = plan.order

@@ -44,6 +44,7 @@ class Context:
         # chunks and pinpoints around the extent being lowered, for `PinTail`
         self.pin_cuts: dict = {}
         self.run_levels: dict = {}      # real index -> names of accesses of outer run-list levels
+        self.grid_tensors: frozenset = frozenset()     # names of tensors stored under UniformGrid levels
 
     @contextmanager
     def pinning(self, idx: str, sure):
@@ -68,11 +69,18 @@ class Context:
         stack = self.pin_cuts.setdefault(idx, [])
         n = len(stack)
         stack.extend(cuts)
+        # at a tile loop x#cell (`lower.tile`) the other tensors read with x cut x's partition: the
+        # inner loop over x, which runs on one piece, must see them; a grid's cell edges are no cut
+        base = idx[:-len("#cell")] if idx.endswith("#cell") else None
+        inner = self.pin_cuts.setdefault(base, []) if base is not None else []
+        m = len(inner)
+        inner.extend(c for c in cuts if c[0] not in self.grid_tensors)
         self.run_levels.setdefault(idx, set()).update(a.name for a in runs)
         try:
             yield
         finally:
             del stack[n:]
+            del inner[m:]
 
     def pin_test(self, idx: str):
         """i1: the point being collapsed is a pinpoint of index `idx` for every inner coordinate."""

@@ -28,6 +28,7 @@ from ..errors import InvalidProgramError
 from ..ir import build as b
 from ..looplets.nodes import FillLeaf, Value
 from .notation import MISSING, Access, Assign, Block, Call, Lit, Loop, Sieve, Val, uses_index, walk_accesses
+from .tile import SUFFIX
 from ..lang.semiring import identity
 
 # `Call(CUT, (value, a1, a2, ...))` has the value `value`; the accesses a1, a2, ... are read only for
@@ -183,7 +184,10 @@ def _settled(e) -> bool:
 def _reads(a: Access, keep) -> bool:
     # a tagged access (`Access.pins`) has consumed its real index but still tells at the collapse
     # which inner coordinates the point is a pinpoint of
-    return any(i in keep for i in a.idxs) or bool(a.pins & keep) or any(uses_index(a, i) for i in keep)
+    # a tile loop x#cell (`lower.tile`) is the axis x read at the cells of a grid: the accesses a
+    # grid tensor's einsum reads there still cut x's partition
+    return any(i in keep or i.endswith(SUFFIX) and i[:-len(SUFFIX)] in keep for i in a.idxs) or \
+        bool(a.pins & keep) or any(uses_index(a, i) for i in keep)
 
 
 def _cut(value, dropped, keep):

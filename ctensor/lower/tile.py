@@ -84,6 +84,7 @@ def plan_tiles(es, plan, tensors) -> Tiling | None:
         binned = these
     if binned is None:
         return None
+    _check_counting(plan, binned, tensors, depth)
     out = [i for i in binned if i in es.out_idxs]
     if out:
         raise InvalidProgramError(f"index {out[0]!r} is binned by a UniformGrid and is an output index: grids "
@@ -94,6 +95,37 @@ def plan_tiles(es, plan, tensors) -> Tiling | None:
         raise InvalidProgramError(f"the loops over the grid's indices {binned} must be consecutive and in this "
                                   f"order, but the loop order is {order}")
     return Tiling(binned, order[:p] + [tile_name(i) for i in binned] + order[p:], depth)
+
+
+def _factors(e):
+    from ..lang.nodes import ECall
+    if isinstance(e, ECall) and e.op in ("*", "and"):
+        return [f for a in e.args for f in _factors(a)]
+    return [e]
+
+
+def _check_counting(plan, binned, tensors, depth):
+    """Under the counting measure on a binned index, a grid tensor must be a factor of the
+    product whose fill is 0 / False, under the reduction + or or.  Elsewhere the other tensors' pinpoints count where the grid
+    tensor is its fill, and a tile piece may be a point only because a cell edge meets another
+    tensor's bound (cells are cut at edges that are no change of value): the inner loop would
+    count it.  Refused rather than answered wrong (issue 31, found by the differential fuzzer)."""
+    from ..lang.nodes import EAccess
+    if not any(plan.measures.get(i) == "counting" for i in binned):
+        return
+    factors = _factors(plan.rhs)
+    for name in depth:
+        fill = getattr(tensors[name].levels()[-1], "fill", None)
+        # (a zero term is a no-op under + and or only: 0 still counts under min / max)
+        ok = any(isinstance(f, EAccess) and f.tensor == name for f in factors) and fill in (0, False) \
+            and plan.op in ("+", "or")
+        if not ok:
+            raise InvalidProgramError(
+                f"{name} is stored under UniformGrid levels and the counting measure is on its binned index "
+                f"{', '.join(i for i in binned if plan.measures.get(i) == 'counting')}, but {name} is not a factor "
+                f"of the product with fill 0 under + or or: the other tensors' pinpoints would count where {name} is its fill, "
+                f"which the tile loops do not lower (not supported yet); store {name} without grid levels "
+                f"(ct.points(..., grid=None)) for this program")
 
 
 def tile_access_idxs(tiling: Tiling, tensor: str, idxs: tuple) -> tuple:

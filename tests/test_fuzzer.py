@@ -83,3 +83,14 @@ def test_counting_over_a_grid_tensor_sees_other_pinpoints():
     assert ct.einsum(text, A=A, P=flat) == oracle(text, A=A, P=flat).value == 2.0
     grid = ct.points(np.array([[0.5]]), grid=1)
     assert ct.einsum(text, A=A, P=grid) == oracle(text, A=A, P=grid).value == 2.0
+
+
+def test_user_semiring_repeat_skips_a_run_of_its_zero():
+    """seed 21 program 109 (diagonal-generator run): under ct.Semiring("a + b", 0.0, repeat="a * w")
+    a stored 0.0 over an unbounded run was repeated as 0 * inf = NaN, though a run of ⊕'s zero adds
+    nothing (ct gave nan, the oracle 2.0).  Fixed in ctensor/lower/user_reduction.py (_repeat)."""
+    A = ct.intervals([-np.inf, 0.0], [0.0, 1.0], values=[0.0, 2.0])
+    text = "s[] = A[x] * d(x; lebesgue)"
+    got = ct.einsum(text, semiring=ct.Semiring("a + b", 0.0, repeat="a * w"), A=A)
+    want = oracle(text, semiring=UserSemiring(lambda a, b: a + b, 0.0, False, lambda a, w: a * w), A=A).value
+    assert got == want == 2.0 == ct.einsum(text, A=A)

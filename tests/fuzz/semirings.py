@@ -23,6 +23,8 @@ def _lse(a, b):
         return b
     if b == -math.inf:
         return a
+    if max(a, b) == math.inf:          # inf ⊕ inf = inf (the formula gives NaN: inf - inf)
+        return math.inf
     return max(a, b) + math.log1p(math.exp(-abs(a - b)))
 
 
@@ -34,7 +36,9 @@ DEFINITIONS = {
             lambda a, b: min(a, b), None),
     "plus-repeat": (dict(add="a + b", zero=0.0, repeat="a * w"), lambda a, b: a + b, lambda a, w: a * w),
     "plus": (dict(add="a + b", zero=0.0), lambda a, b: a + b, None),
-    "logsumexp": (dict(add="max(a, b) + log(1 + exp(-abs(a - b)))", zero=-math.inf, repeat="a + log(w)"),
+    # the inf case apart, so that ⊕ stays associative over ±inf (a run of weight inf is inf)
+    "logsumexp": (dict(add="inf if max(a, b) == inf else max(a, b) + log(1 + exp(-abs(a - b)))",
+                       zero=-math.inf, repeat="a + log(w)"),
                   _lse, lambda a, w: a + math.log(w)),
     "times": (dict(add="a * b", zero=1.0, annihilator=0.0, repeat="a ** w"),
               lambda a, b: a * b, lambda a, w: a ** w),

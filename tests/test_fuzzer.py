@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import ctensor as ct
-from ctensor.ir.errors import IRError
 
 from .fuzz.runner import run
 from .fuzz.summary import render, summarize
@@ -47,18 +46,19 @@ def test_guard_prover_with_an_int_user_measure_under_min():
     assert close(got, want) and got == -2.0
 
 
-@pytest.mark.xfail(strict=True, raises=IRError, reason="a user semiring whose ⊕ is logical (`a | b`) over "
-                   "float values: lower/ops.py types `a | b` of floats as float (`kind`: the widest operand) "
-                   "but `_call` emits the int bitwise cast<i64>(a) | cast<i64>(b), so the combine's select has an "
-                   "i64 arm beside the f64 accumulator and the IR verifier raises IRError (a crash, not a "
-                   "refusal); found by the fuzzer (seed 0 programs 590, 684, 704, 746, 767, 951, 952 of the "
-                   "f37e1d5 run; seed 7 programs 91, 286)")
 def test_user_or_semiring_over_float_values():
-    A = ct.intervals([0.0, 2.0], [1.0, 2.0], values=[1.5, 0.5], closed="both")
+    """A user semiring whose ⊕ is logical (`a | b`) over float values: the combine emitted the int
+    bitwise cast<i64>(a) | cast<i64>(b) beside the f64 accumulator and the IR verifier raised
+    IRError (a crash); found by the fuzzer (seed 0 programs 590, 684, 704, 746, 767, 951, 952 of the
+    f37e1d5 run; seed 7 programs 91, 286).  Fixed by the semiring work (a319cde: & | read truth
+    values in a semiring's add)."""
+    sr = ct.Semiring("a | b", False, idempotent=True, annihilator=True)
+    osr = UserSemiring(lambda a, b: bool(a) or bool(b), False, True)
     text = "s[] = A[x] * d(x; counting)"
-    got = ct.einsum(text, semiring=ct.Semiring("a | b", False, idempotent=True, annihilator=True), A=A)
-    want = oracle(text, semiring=UserSemiring(lambda a, b: bool(a) or bool(b), False, True), A=A).value
-    assert bool(got) == want is True                 # the pinpoint [2, 2] holds 0.5: true
+    for ends, vals in ((([0.0, 2.0], [1.0, 2.0]), [1.5, 0.5]), (([0.0, 2.0, 3.0], [1.0, 2.0, 3.0]), [1.5, 0.5, 2.0])):
+        A = ct.intervals(*ends, values=vals, closed="both")
+        got, want = ct.einsum(text, semiring=sr, A=A), oracle(text, semiring=osr, A=A).value
+        assert close(got, want) and bool(got)        # a pinpoint holds a non-zero value: true
 
 
 def test_refusal_message_names_a_user_semiring():
@@ -71,18 +71,18 @@ def test_refusal_message_names_a_user_semiring():
         ct.einsum("O[y] = (T0[x + y] + 1) * d(x; counting)", semiring=sr, T0=T0)
 
 
-@pytest.mark.xfail(strict=True, reason="counting over a UniformGrid-binned point tensor misses another tensor's "
-                   "pinpoint when the body does not vanish there: A's pinpoint x = -1 (outside the grid's cells) "
-                   "adds A*P + 1 = 1 for each id, and the tile path drops it (1.0; without grid=, 2.0); "
-                   "`A[x] + P[x, i]` is right.  Found by the fuzzer (seed 0 program 382: 3.0 vs 6.0); "
-                   "ctensor/lower/tile.py with the counting isolation of the inner loop")
-def test_counting_over_a_grid_tensor_sees_other_pinpoints():
+def test_counting_over_a_grid_tensor_never_drops_other_pinpoints():
+    """seed 0 program 382 (f37e1d5 run): counting over a UniformGrid-binned point tensor dropped
+    another tensor's pinpoint where the body does not vanish: A's pinpoint x = -1 (outside the
+    grid's cells) adds A*P + 1 = 1 per id; the tile path gave 1.0 (3.0 for 6.0 in the fuzz
+    program), without grid= 2.0.  Now (d8e7ecf, lower/tile.py) such a program is refused with a
+    message naming the grid-free form, which computes the oracle's answer."""
     A = ct.intervals([-1.0], [-1.0], values=[3.0], closed="both")
     text = "s[] = (A[x] * P[x, i] + 1) * d(x; counting)"
     flat = ct.points(np.array([[0.5]]))
     assert ct.einsum(text, A=A, P=flat) == oracle(text, A=A, P=flat).value == 2.0
-    grid = ct.points(np.array([[0.5]]), grid=1)
-    assert ct.einsum(text, A=A, P=grid) == oracle(text, A=A, P=grid).value == 2.0
+    with pytest.raises(ct.InvalidProgramError, match="grid=None"):
+        ct.einsum(text, A=A, P=ct.points(np.array([[0.5]]), grid=1))
 
 
 def test_user_semiring_repeat_skips_a_run_of_its_zero():

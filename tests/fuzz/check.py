@@ -48,6 +48,8 @@ CATEGORIES = [
     ("STATUS_COUNT_AT_RUN_BOUND", "counting over an outer run-list level (run time)"),
     ("runs of an outer SparseRunList", "counting over an outer run-list level (run time)"),
     ("must bin the same indices", "grid tensors binning different indices"),
+    ("a diagonal access on real index", "diagonal under counting, not a factor with fill 0"),
+    ("is not a factor of the product with fill 0", "grid tensor under counting whose fill does not annihilate"),
     ("diagonal", "diagonal access"),
     ("repeats an index", "diagonal access"),
     ("storage order", "transposed access / output (storage order)"),

@@ -22,6 +22,8 @@ KNOWN = {
     "grid mode read through a negative/non-literal scale": "documented: a binned mode is read as i, i + c, c*i + b (c > 0)",
     "grid-binned output index": "documented: grids index reductions only",
     "grid tensors binning different indices": "documented: one binning per einsum",
+    "diagonal under counting, not a factor with fill 0": "documented (lang/diagonal.py)",
+    "grid tensor under counting whose fill does not annihilate": "documented (lower/tile.py, d8e7ecf)",
 }
 
 

@@ -261,8 +261,15 @@ def test_user_semiring_errors():
 def test_nested_count_errors():
     Q = ct.interval_set([0.0, 5.0], [10.0, 6.0])
     D = ct.interval_set([1.0, 5.5], [3.0, 7.0])
-    with pytest.raises(ct.InvalidProgramError, match="innermost|storage order"):
+    with pytest.raises(ct.InvalidProgramError, match="storage order"):
         ct.einsum(COUNT, Q=Q, D=D, order=["i", "x", "j"])
+    # an order the tensors allow, but with the counted j inside the boolean x
+    V = ct.Tensor(ct.Dense(ct.Element(False)), np.array([True, False, True]))
+    text = "C[i] = (Q[i, x] & V[j]) * d(x, j; boolean, counting)"
+    with pytest.raises(ct.InvalidProgramError, match=r"order=\['i', 'x', 'j'\]: .*innermost loops"):
+        ct.einsum(text, Q=Q, V=V, order=["i", "x", "j"])
+    assert ct.einsum(text, Q=Q, V=V).to_numpy().tolist() == [2, 2]
+    assert ct.einsum(text, Q=Q, V=V, order=["i", "j", "x"]).to_numpy().tolist() == [2, 2]
     # a real counting index outside the ∨ is not lowered
     P = ct.points(np.array([[1.0], [5.5]]))
     with pytest.raises(ct.InvalidProgramError, match="counting measure on the real index 'y' outside the ∨"):

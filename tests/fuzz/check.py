@@ -27,9 +27,8 @@ import traceback
 import ctensor as ct
 from ctensor import Limit
 
-from ..helpers import close, probes
+from ..helpers import close, probes, to_pieces
 from ..oracle import evaluate
-from ..helpers import to_pieces
 from .programs import generate
 
 MAX_PROBES = 3000          # probe points compared per output (a deterministic subsample beyond)

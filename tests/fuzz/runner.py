@@ -86,8 +86,11 @@ def _run_chunk(seed, start, stop, timeout, hang_s, env, out: list, lock, sink=No
                    "error": ("hang (no output for %.0f s)" % hang_s) if hung else
                    f"worker exited with {proc.returncode}", "stderr": err[-2000:]}, out, lock, sink)
             k = started + 1
-        elif proc.returncode != 0 and k < stop:
-            raise RuntimeError(f"worker failed outside a program (exit {proc.returncode}): {err[-2000:]}")
+        elif proc.returncode != 0 and k < stop:       # died before starting program k (an import?)
+            _keep({"seed": seed, "k": k, "outcome": "crash", "phase": "worker",
+                   "error": f"worker exited with {proc.returncode} before the program", "stderr": err[-2000:]},
+                  out, lock, sink)
+            k += 1
 
 
 def run(seed: int, programs: int, jobs: int = 1, chunk: int = 40, timeout: float = 60.0,

@@ -372,3 +372,14 @@ def test_user_copies_of_the_builtins(A, B, S, name):
             assert [(c, float(v)) for c, v in got.pieces()] == [(c, float(v)) for c, v in want.pieces()], (text, name)
         else:
             assert close(got, want), (text, name, got, want)
+
+
+@settings(max_examples=25)
+@given(interval_tensor(allow_inf=False))
+def test_exp_and_log_in_expressions(A):
+    """exp and log (llvm.exp / llvm.log; folded on literals: log(0) = -inf, log(-1) = NaN)."""
+    for text in ("s[] = (exp(A[x]) - 1) * d(x; lebesgue)", "s[] = log(abs(A[x]) + 1) * d(x; lebesgue)",
+                 "s[] = (A[x] + log(1) + exp(0) - 1) * d(x; lebesgue)"):
+        got = ct.einsum(text, A=A)
+        assert close(got, oracle(text, A=A).value, 1e-12), text
+    assert ct.einsum("s[] = (A[x] + log(0)) * d(x; counting)", semiring="max", A=A) in (-inf, float("-inf"))

@@ -38,8 +38,6 @@ from ..errors import InvalidProgramError
 from ..lower.ops import RANK, REDUCTIONS
 from .nodes import EAccess, ECall, EScalar
 
-_IDEMPOTENT_ANNIHILATOR = {"or": True, "and": False, "min": -math.inf, "max": math.inf}
-
 
 class Semiring:
     """⊕ of a continuous einsum, defined by the user (module docstring).
@@ -154,10 +152,6 @@ def _kind(v) -> str:
 
 # --- the algebra of a reduction operator: a built-in name or a Semiring ---------------------------
 
-def is_user(op) -> bool:
-    return isinstance(op, Semiring)
-
-
 def identity(op):
     """⊕'s identity (the output fill), or None for '=' (an overwrite)."""
     if isinstance(op, Semiring):
@@ -171,18 +165,8 @@ def idempotent(op) -> bool:
     return REDUCTIONS[op][1]
 
 
-def annihilator(op):
-    """z with a ⊕ z = z, or None (+ has none: inf + -inf is NaN)."""
-    if isinstance(op, Semiring):
-        return op.annihilator
-    return _IDEMPOTENT_ANNIHILATOR.get(op)
-
-
 def describe(op) -> str:
     return str(op) if isinstance(op, Semiring) else repr(op)
-
-
-__all__ = ["Semiring", "is_user", "identity", "idempotent", "annihilator", "describe", "resolve"]
 
 
 def resolve(semiring, measures: dict, text: str):
@@ -208,3 +192,6 @@ def resolve(semiring, measures: dict, text: str):
     if semiring not in SEMIRINGS:
         raise InvalidProgramError(f"unknown semiring {semiring!r}; use one of {sorted(set(SEMIRINGS))} or a ct.Semiring")
     return SEMIRINGS[semiring]
+
+
+__all__ = ["Semiring", "identity", "idempotent", "describe", "resolve"]

@@ -77,7 +77,7 @@ def test_bottleneck_paths_integer(AB):
     assert np.array_equal(got, ct.einsum(text, semiring="max", A=A, B=B).to_numpy())
 
 
-@settings(max_examples=40)
+@settings(max_examples=15)
 @given(interval_tensor(), interval_tensor(), st.sampled_from(["max", "min"]))
 def test_bottleneck_real_index(A, B, which):
     """(max, min) and (min, max) over a real index: the best bottleneck along the line, a scalar and
@@ -142,7 +142,7 @@ PROGRAMS_1D = ["s[] = A[x] * B[x] * d(x; lebesgue)", "s[] = (A[x] + B[x]) * d(x;
                "s[] = (A[x] > 0) * d(x; lebesgue)"]
 
 
-@settings(max_examples=40)
+@settings(max_examples=15)
 @given(interval_tensor(allow_inf=False), interval_tensor(allow_inf=False), interval_set())
 def test_user_plus_is_the_builtin(A, B, S):
     """A user copy of + (with repeat a * w, or enumerating points) gives the built-in's answers,
@@ -346,15 +346,14 @@ def test_times_semiring_and_runtime_powers():
 
 COPIES = {"+": ct.Semiring("a + b", 0.0, repeat="a * w"), "min": ct.Semiring("min(a, b)", inf, idempotent=True),
           "max": ct.Semiring("max(a, b)", -inf, idempotent=True), "or": ct.Semiring("a | b", False, idempotent=True)}
-PROGRAMS = ["s[] = A[x] * B[x] * d(x; lebesgue)", "s[] = (A[x] + B[x]) * d(x; counting)",
-            "C[x] = A[x] * B[x]", "C[x] = A[x] + B[x] + A[x] * B[x] + (A[x] > B[x])",
+PROGRAMS = ["s[] = A[x] * B[x] * d(x; lebesgue)", "C[x] = A[x] + B[x] + A[x] * B[x] + (A[x] > B[x])",
             "C[i] = S[i, x] * A[x] * d(x; lebesgue)", "C[x] = S[i, x] * B[x] * d(i; counting)"]
 # boolean expressions (a user `a | b` with identity False is a monoid on truth values only)
 BOOL_PROGRAMS = ["s[] = (S[i, x] & (A[x] > 0)) * d(i, x; counting, boolean)", "C[x] = (A[x] > 0) | (B[x] < 0)",
                  "C[x] = (S[i, x] & (B[x] != 0)) * d(i; counting)"]
 
 
-@settings(max_examples=25)
+@settings(max_examples=5)
 @given(interval_tensor(), interval_tensor(), interval_set(), st.sampled_from(sorted(COPIES)))
 def test_user_copies_of_the_builtins(A, B, S, name):
     """A user semiring declaring a built-in's ⊕ and laws gives the built-in's answers, through

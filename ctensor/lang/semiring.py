@@ -27,6 +27,10 @@ points under the counting measure are enumerated (n applications of ⊕).  Under
 
 Equal definitions (same expressions, up to spacing, same zero with its type, same laws) are equal
 semirings and share compiled kernels; `name` is only for messages.
+
+Not checked: that the laws hold (a ⊕ that is not associative and commutative, or a wrong zero,
+gives answers that depend on how the tensors cut the axis), and int64 overflow inside `add` or
+`repeat` on an int output (it wraps, as numpy does; the built-in + fails the kernel instead).
 """
 from __future__ import annotations
 

@@ -47,6 +47,7 @@ CATEGORIES = [
     ("STATUS_COUNT_AT_RUN_BOUND", "counting over an outer run-list level (run time)"),
     ("runs of an outer SparseRunList", "counting over an outer run-list level (run time)"),
     ("must bin the same indices", "grid tensors binning different indices"),
+    ("outside the ∨ over", "nested ∨: counting on a real index outside it (not lowered)"),
     ("is a disjunction (∨) inside it", "nested ∨ under a non-idempotent ⊕: the expression is not boolean"),
     ("reduce with ∨ inside the other indices", "nested ∨ under a non-idempotent ⊕: no loop order"),
     ("the boolean measure", "nested ∨ under a non-idempotent ⊕: order= puts it outside"),

@@ -26,6 +26,7 @@ KNOWN = {
     "grid tensor under counting whose fill does not annihilate": "documented (lower/tile.py, d8e7ecf)",
     "nested ∨ under a non-idempotent ⊕: the expression is not boolean": "documented (lang/nesting.py)",
     "nested ∨ under a non-idempotent ⊕: no loop order": "documented (lang/nesting.py)",
+    "nested ∨: counting on a real index outside it (not lowered)": "documented (lang/nesting.py)",
     "nested ∨ under a non-idempotent ⊕: order= puts it outside": "documented (lang/nesting.py)",
     "non-idempotent user ⊕ without repeat= weighing a length": "documented (lang/semiring.py)",
     "** with a non-literal exponent": "fixed at 526b9e8 (llvm.pow)",

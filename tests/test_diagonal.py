@@ -97,3 +97,14 @@ def test_repeated_output_index_and_mixed_kinds_are_refused():
         ct.einsum("C[i, i] = M[i, i]", M=M)
     with pytest.raises(ct.InvalidProgramError, match="both integer and real"):
         ct.einsum("s[] = S[x, x] * d(x; lebesgue)", S=S)
+
+
+@examples(6)
+@given(seeds, st.sampled_from(REAL_LEVELS), st.sampled_from(REAL_LEVELS),
+       st.sampled_from(["A[x, 2*x]", "A[x + 1, x]", "A[-x, x]", "A[x, c - x]", "A[0.5*x, x + c]"]))
+def test_affine_diagonals_against_the_oracle(seed, ka, kb, form):
+    """Each dimension reads x alone through its own affine map (Offset, Scale, reversed)."""
+    A = nest(seed, [ka, kb, "E"])
+    B = nest(seed + 7, [REAL_LEVELS[seed % 5], "E"])
+    for text in [f"s[] = {form} * d(x; lebesgue)", f"O[x] = {form} * B[x]", f"s[] = {form} * B[x] * d(x; counting)"]:
+        compare(text, A=A, B=B, c=0.5)

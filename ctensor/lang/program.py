@@ -348,16 +348,18 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
 
 
 def _no_order(text, accs):
-    """Why no loop order exists: an access reading one index in two dimensions (a diagonal, such as
-    B[x, 2*x] or B[x + y, y]: every order lowers its dimensions at one loop or out of storage
-    order), else a transposed access."""
+    """Why no loop order exists: an access reading one index in two dimensions where one of them is
+    an index sum (B[x + y, y]: every order lowers its dimensions at one loop or out of storage order;
+    a diagonal of single-index dimensions, B[x, x] or B[x, 2*x], is lowered), else a transposed
+    access."""
     for acc in accs:
         seen = {}
         for k, d in enumerate(acc.dims):
             for i in d.indices:
                 if i in seen:
                     return (f"{acc} reads index {i!r} in dimensions {seen[i]} and {k}, and no loop order lowers "
-                            f"them in storage order (a diagonal access is not supported) in {text!r}")
+                            f"them in storage order (a diagonal is lowered where each of its dimensions reads "
+                            f"that one index alone, as B[x, 2*x]; not beside an index sum) in {text!r}")
                 seen[i] = k
     return (f"no loop order visits every tensor of {text!r} in storage order (a transposed access): "
             "store one tensor in the other order")

@@ -226,6 +226,11 @@ def _evaluate(prog, accesses, tensors, kinds, measures, semiring, reduction, ran
             for coords, _ in pre.pieces:
                 for (var, kind), c in zip(pre.dims, coords):
                     used[var].update([c] if kind == "int" else [c[0][0], c[1][0]])
+        # an int index of declared extent n takes each of 0..n-1 (below): the index sums that shift
+        # by it must cut the later indices at every one of them too
+        for v, n in _sizes(accesses, tensors, kinds).items():
+            if n <= 256:
+                used[v].update(range(n))
         for var in sorted(kinds, key=rank.__getitem__):
             for acc in accesses:
                 if not is_simple(acc):

@@ -242,3 +242,14 @@ def test_two_point_tensors_in_two_dims():
         kernel = ct.compile(text, semiring=sr, P=P, Q=Q)
         assert kernel(P=P, Q=Q).to_numpy().tolist() == [float(ref.at(j)) for j in range(3)]
         assert kernel.ir.count("\n") < 5000, text     # a code-size bound, not a timing
+
+
+@pytest.mark.parametrize("dim", ["x + 1", "-x", "2*x"])
+def test_an_outer_run_list_read_through_an_affine_index_is_refused_too(dim):
+    """`formats.affine.rewrap` dropped `Sequence.runs`, so the run-time refusal missed the views
+    and the count was inf where the oracle says 2 (found by the differential fuzzer)."""
+    B = ct.box([-1.0, -1.0], [-1.0, 0.0], closed="both")            # x in [-1, -1], y in [-1, 0]
+    text = f"s[] = (B[{dim}, y] + 1) * d(x, y; counting, lebesgue)"
+    assert oracle(text, B=B).value == 2.0
+    with pytest.raises(ct.KernelError, match=REFUSED):
+        ct.einsum(text, B=B)

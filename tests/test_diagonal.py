@@ -108,3 +108,12 @@ def test_affine_diagonals_against_the_oracle(seed, ka, kb, form):
     B = nest(seed + 7, [REAL_LEVELS[seed % 5], "E"])
     for text in [f"s[] = {form} * d(x; lebesgue)", f"O[x] = {form} * B[x]", f"s[] = {form} * B[x] * d(x; counting)"]:
         compare(text, A=A, B=B, c=0.5)
+
+
+def test_counting_on_a_diagonal_under_max_is_refused():
+    """Under max a fill point adds 0, not nothing: P[x, x, i] with no point on the diagonal would
+    give 0.0 where the oracle says -inf (found by the differential fuzzer, seed 21 program 167)."""
+    P = ct.points(np.array([[0.0, 1.0], [2.0, 3.0]]))
+    with pytest.raises(ct.InvalidProgramError, match="reduction whose identity is 0"):
+        ct.einsum("s[] = P[x, x, i] * d(x; counting)", semiring="max", P=P)
+    assert ct.einsum("s[] = P[x, x, i] * d(x; counting)", P=P) == 0

@@ -244,8 +244,9 @@ def rewrap(node, leaf):
     if isinstance(node, Phase):
         return Phase(lambda ctx, ext: go(node.body(ctx, ext)), start=node.start, stop=node.stop)
     if isinstance(node, Sequence):
+        # (`runs` kept: an outer run-list level read through a view still counts per slice)
         return Sequence([PhaseSpec(body=(lambda s: lambda ctx, ext: go(s.body(ctx, ext)))(s), stop=s.stop)
-                         for s in node.phases])
+                         for s in node.phases], runs=node.runs)
     if isinstance(node, Stepper):
         return replace(node, chunk=lambda ctx: go(node.chunk(ctx)))
     if isinstance(node, Pinpoint):

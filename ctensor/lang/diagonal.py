@@ -30,17 +30,20 @@ def _factors(e):
         yield e
 
 
-def check_diagonal(rhs, accs, kinds, measures, tensors, text):
+def check_diagonal(rhs, accs, kinds, measures, tensors, text, op):
     """Refuse a real diagonal index under the counting measure unless each diagonal access is a
-    factor of the product whose fill is 0 / False (so its fill points add nothing)."""
+    factor of the product whose fill is 0 / False and 0 is ⊕'s identity (so its fill points add
+    nothing: under max a fill point would add 0)."""
+    from .semiring import identity
     factors = list(_factors(rhs))
+    zero_adds_nothing = identity(op) in (0, False)
     for acc in accs:
         for i in diagonal_indices(acc):
             if kinds.get(i) != "real" or measures.get(i) != "counting":
                 continue
             fill = getattr(tensors[acc.tensor].levels()[-1], "fill", None)
-            if not any(f is acc for f in factors) or fill not in (0, False):
+            if not any(f is acc for f in factors) or fill not in (0, False) or not zero_adds_nothing:
                 raise InvalidProgramError(
                     f"{acc} in {text!r}: a diagonal access on real index {i!r} under the counting measure is "
-                    f"lowered only as a factor of the product with fill 0 (not lowered: whether a stored point "
+                    f"lowered only as a factor of the product with fill 0 under a reduction whose identity is 0 (not lowered: whether a stored point "
                     f"of {acc.tensor}'s outer level is a pinpoint of the diagonal depends on its child storing it)")

@@ -333,7 +333,7 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     verdict = check_program(fe.rhs, tensors, fe.kinds, fe.measures, fe.op, es.text, assume_valid=assume_valid)
     rhs, kinds, source, measures, op = fe.rhs, fe.kinds, fe.source, fe.measures, fe.op
     _check_lowerable(rhs, kinds, es.text, tensors, scalars)
-    check_diagonal(rhs, list(accesses(rhs)), kinds, measures, tensors, es.text)
+    check_diagonal(rhs, list(accesses(rhs)), kinds, measures, tensors, es.text, fe.op)
     op, out_kind, fill = output_type(op, value_kind(rhs, tensors, scalars, kinds), measures, kinds, es.text)
     pointlike, bound = _pointlike(rhs, tensors, kinds, measures), rhs
     order, rhs = innermost(lambda o: _loop_order(es, bound, kinds, o, pointlike), order, inner_indices(op, measures),

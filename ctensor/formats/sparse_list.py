@@ -205,7 +205,8 @@ class VSparseList:
                 key = lambda k: lim_le(e.start, self._lim(b.load_wide(self.idx, k)))
                 ctx.assign(q, ctx.search_near(key, ir.Read(q), st["q_stop"], self._finger(ctx, "seek"), n + "_s"))
             inrange = b.lt(ir.Read(q), st["q_stop"])
-            ctx.if_(inrange, lambda: ctx.if_(b.lnot(lim_le(e.start, self._lim(b.load_wide(self.idx, ir.Read(q))))), search))
+            ctx.if_(inrange, lambda: ctx.if_(b.lnot(lim_le(e.start, self._lim(b.load_wide(self.idx, ir.Read(q))))),
+                                             search))
 
         def span(ctx, e):
             """Positions [lo, hi) of the coordinates in e: two finger searches from the cursor."""

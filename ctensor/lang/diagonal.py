@@ -4,16 +4,16 @@ outer level is unfurled first, and inside each of its pieces the child fiber is 
 so `B[x, x]` is the function x -> B(x, x), cut where either level cuts.
 
 What is not lowered: the counting measure on a real diagonal index where the access's fill does
-not annihilate the term.  There a stored pinpoint c of the outer level is a pinpoint of x -> B(x, x)
-only if the child stores c too, and the spike tagging that decides this per inner coordinate
-(`looplets.pins`) assumes the inner levels are read at other indices: refused rather than answered
-wrong.
+not make the term a no-op (a factor with fill 0, under a reduction whose identity is 0).  There a
+stored pinpoint c of the outer level is a pinpoint of x -> B(x, x) only if the child stores c too,
+and the spike tagging that decides this per inner coordinate (`looplets.pins`) assumes the inner
+levels are read at other indices: refused rather than answered wrong.
 """
 from __future__ import annotations
 
 from ..errors import InvalidProgramError
 from .affine import form
-from .nodes import EAccess, ECall
+from .nodes import EAccess, product_factors
 
 
 def diagonal_indices(acc: EAccess) -> set:
@@ -22,20 +22,12 @@ def diagonal_indices(acc: EAccess) -> set:
     return {i for i in alone if alone.count(i) > 1}
 
 
-def _factors(e):
-    if isinstance(e, ECall) and e.op in ("*", "and"):
-        for a in e.args:
-            yield from _factors(a)
-    else:
-        yield e
-
-
 def check_diagonal(rhs, accs, kinds, measures, tensors, text, op):
     """Refuse a real diagonal index under the counting measure unless each diagonal access is a
     factor of the product whose fill is 0 / False and 0 is ⊕'s identity (so its fill points add
     nothing: under max a fill point would add 0)."""
     from .semiring import identity
-    factors = list(_factors(rhs))
+    factors = product_factors(rhs)
     zero_adds_nothing = identity(op) in (0, False)
     for acc in accs:
         for i in diagonal_indices(acc):
@@ -45,5 +37,6 @@ def check_diagonal(rhs, accs, kinds, measures, tensors, text, op):
             if not any(f is acc for f in factors) or fill not in (0, False) or not zero_adds_nothing:
                 raise InvalidProgramError(
                     f"{acc} in {text!r}: a diagonal access on real index {i!r} under the counting measure is "
-                    f"lowered only as a factor of the product with fill 0 under a reduction whose identity is 0 (not lowered: whether a stored point "
-                    f"of {acc.tensor}'s outer level is a pinpoint of the diagonal depends on its child storing it)")
+                    f"lowered only as a factor of the product with fill 0 under a reduction whose identity is 0 "
+                    f"(not lowered: whether a stored point of {acc.tensor}'s outer level is a pinpoint of the "
+                    f"diagonal depends on its child storing it)")

@@ -86,3 +86,10 @@ class Einsum:
     rhs: object
     measures: dict          # reduction index -> measure name
     text: str
+
+
+def product_factors(e) -> list:
+    """The factors of a product chain (`*`, `&`) at the top of expression `e`; [e] otherwise."""
+    if isinstance(e, ECall) and e.op in ("*", "and"):
+        return [f for a in e.args for f in product_factors(a)]
+    return [e]

@@ -19,10 +19,10 @@ shape-spf-z3-digest §4 items 6–7; the continuous paper's uniform grid (§7.1,
 
 Whole cells: a grid marks the fiber of each cell with the cell's bounds (`Fiber.cell`).  At the
 innermost tile loop, when the piece is the whole cell — the other tensors' runs cover it, as a
-box covers the cells inside it — every coordinate stored below lies in the inner loop's extent, so `lower_piece` lowers the body a
-second time with those accesses marked `covered` at the binned index, and their levels skip their
-seeks and coordinate tests there (`looplets.passes`: Walk, Pinpoint); a run-time test on
-the piece picks the version.
+box covers the cells inside it — every coordinate stored below lies in the inner loop's extent,
+so `lower_piece` lowers the body a second time with those accesses marked `covered` at the
+binned index, and their levels skip their seeks and coordinate tests there (`looplets.passes`:
+Walk, Pinpoint); a run-time test on the piece picks the version.
 
 Conditions (else InvalidProgramError): every tiled tensor bins the same indices, in the same order;
 those indices are reduction indices (not output indices) and consecutive in the loop order.
@@ -97,35 +97,30 @@ def plan_tiles(es, plan, tensors) -> Tiling | None:
     return Tiling(binned, order[:p] + [tile_name(i) for i in binned] + order[p:], depth)
 
 
-def _factors(e):
-    from ..lang.nodes import ECall
-    if isinstance(e, ECall) and e.op in ("*", "and"):
-        return [f for a in e.args for f in _factors(a)]
-    return [e]
-
-
 def _check_counting(plan, binned, tensors, depth):
     """Under the counting measure on a binned index, a grid tensor must be a factor of the
-    product whose fill is 0 / False, under the reduction + or or.  Elsewhere the other tensors' pinpoints count where the grid
-    tensor is its fill, and a tile piece may be a point only because a cell edge meets another
-    tensor's bound (cells are cut at edges that are no change of value): the inner loop would
-    count it.  Refused rather than answered wrong (issue 31, found by the differential fuzzer)."""
-    from ..lang.nodes import EAccess
+    product whose fill is 0 / False, under a reduction whose identity is 0 (+, or).  Elsewhere the
+    other tensors' pinpoints count where the grid tensor is its fill, and a tile piece may be a
+    point only because a cell edge meets another tensor's bound (cells are cut at edges that are
+    no change of value): the inner loop would count it.  Refused rather than answered wrong
+    (issue 31, found by the differential fuzzer)."""
+    from ..lang.nodes import EAccess, product_factors
+    from ..lang.semiring import identity
     if not any(plan.measures.get(i) == "counting" for i in binned):
         return
-    factors = _factors(plan.rhs)
+    factors = product_factors(plan.rhs)
     for name in depth:
         fill = getattr(tensors[name].levels()[-1], "fill", None)
-        # (a zero term is a no-op under + and or only: 0 still counts under min / max)
+        # (a zero term is a no-op where 0 is ⊕'s identity: 0 still counts under min / max)
         ok = any(isinstance(f, EAccess) and f.tensor == name for f in factors) and fill in (0, False) \
-            and plan.op in ("+", "or")
+            and identity(plan.op) in (0, False)
         if not ok:
             raise InvalidProgramError(
                 f"{name} is stored under UniformGrid levels and the counting measure is on its binned index "
                 f"{', '.join(i for i in binned if plan.measures.get(i) == 'counting')}, but {name} is not a factor "
-                f"of the product with fill 0 under + or or: the other tensors' pinpoints would count where {name} is its fill, "
-                f"which the tile loops do not lower (not supported yet); store {name} without grid levels "
-                f"(ct.points(..., grid=None)) for this program")
+                f"of the product with fill 0 under + or or: the other tensors' pinpoints would count where {name} "
+                f"is its fill, which the tile loops do not lower (not supported yet); store {name} without grid "
+                f"levels (ct.points(..., grid=None)) for this program")
 
 
 def tile_access_idxs(tiling: Tiling, tensor: str, idxs: tuple) -> tuple:

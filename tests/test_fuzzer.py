@@ -96,27 +96,26 @@ def test_user_semiring_repeat_skips_a_run_of_its_zero():
     assert got == want == 2.0 == ct.einsum(text, A=A)
 
 
-@pytest.mark.xfail(strict=True, reason="a diagonal read P[x, x, i] under counting counts the stored outer "
-                   "coordinates of points off the diagonal as pinpoints holding the fill: under max it gives "
-                   "0.0 where no point lies on the diagonal (Fig. 5: the preimage of a point (a, b), a != b, "
-                   "is empty, so no pinpoint is counted: -inf); invisible under + (the fill adds 0).  Found "
-                   "by the fuzzer (seed 21 program 167); ctensor/lang/diagonal.py with the counting of the "
-                   "outer level")
-def test_diagonal_under_counting_counts_only_points_on_the_diagonal():
-    P = ct.points(np.array([[0.0, 1.0], [2.0, 3.0]]))
+def test_diagonal_under_counting_never_counts_points_off_the_diagonal():
+    """seed 21 program 167: a diagonal read P[x, x, i] under counting counted the stored outer
+    coordinates of points off the diagonal as pinpoints holding the fill: under max 0.0 where no
+    point lies on the diagonal (Fig. 5: the preimage of (a, b), a != b, is empty: -inf).  Now
+    (3627f4f, lang/diagonal.py) refused unless 0 is the reduction's identity; under + it computes."""
+    P = ct.points(np.array([[0.0, 1.0], [2.0, 3.0], [1.0, 1.0]]))
     text = "s[] = P[x, x, i] * d(x; counting)"
-    assert oracle(text, semiring="max", P=P).value == -np.inf
-    assert ct.einsum(text, semiring="max", P=P) == -np.inf
+    with pytest.raises(ct.InvalidProgramError, match="diagonal"):
+        ct.einsum(text, semiring="max", P=P)
+    text = "s[] = P[x, x, i] * d(x, i; counting, counting)"
+    assert ct.einsum(text, P=P) == oracle(text, P=P).value == 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="counting over an outer run-list level read through an affine index "
-                   "(B[x + 1, y], B[-x, y], B[2*x, y]) counts the run's point for every inner y, also where the "
-                   "inner level is its fill (inf for 2.0): the run-time refusal of the plain read B[x, y] "
-                   "(KernelError, STATUS_COUNT_AT_RUN_BOUND, the known open problem) does not cover affine "
-                   "views, so the answer is silently wrong.  Found by the fuzzer (seed 0 program 2203 of the "
-                   "f37e1d5 run)")
 @pytest.mark.parametrize("dim", ["x + 1", "-x", "2*x"])
 def test_counting_over_an_outer_run_list_read_through_an_affine_index(dim):
+    """seed 0 program 2203 (f37e1d5 run): counting over an outer run-list level read through an
+    affine index counted the run's point for every inner y, also where the inner level is its
+    fill (inf for 2.0): the run-time refusal of the plain read B[x, y] (KernelError, the known
+    open problem) missed affine views.  Now (3627f4f, formats.affine) refused as the plain read is,
+    or, once counting over outer run lists lands, computed as the oracle does."""
     B = ct.box([-1.0, -1.0], [-1.0, 0.0], closed="both")          # x in [-1, -1], y in [-1, 0]
     text = f"s[] = (B[{dim}, y] + 1) * d(x, y; counting, lebesgue)"
     want = oracle(text, B=B).value                                   # the pinpoint, over y in [-1, 0]: 2

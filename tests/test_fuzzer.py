@@ -125,3 +125,34 @@ def test_counting_over_an_outer_run_list_read_through_an_affine_index(dim):
     except ct.KernelError:                                           # refused, as the plain read is
         return
     assert got == want
+
+
+def _grid_2d(x, y, v):
+    """T[x, y] with one stored point (x, y) of value v, under a UniformGrid of one cell [-3, 5)."""
+    inner = ct.SparseList(ct.Element(0.0, val=np.array([v])), np.array([0, 1]), np.array([y]))
+    return ct.Tensor(ct.UniformGrid(ct.SparseList(inner, np.array([0, 1]), np.array([x])), np.array([-3.0, 5.0])))
+
+
+@pytest.mark.xfail(strict=True, reason="a diagonal read T[x, x] of a UniformGrid-binned tensor reads the point "
+                   "(-2, -1) as if it were on the diagonal (3.0; the oracle and the same levels without the grid: "
+                   "0.0).  Found by the fuzzer at c744331 (seed 0 program 2887: -inf for 0.0)")
+def test_diagonal_of_a_grid_binned_tensor():
+    text = "s[] = T[x, x] * d(x; counting)"
+    G = _grid_2d(-2.0, -1.0, 3.0)
+    assert oracle(text, T=G).value == 0.0
+    assert ct.einsum(text, T=G) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="an affine diagonal P[x, 2*x, i] under counting with min counts the stored "
+                   "outer coordinates of points off it (x = 0 of (0, -1), x = 3 of (3, 1)) holding the fill 0: "
+                   "0.0 where the oracle says inf; the refusal of 3627f4f covers the plain diagonal P[x, x, i] "
+                   "only.  Found by the fuzzer at c744331 (seed 0 program 2315)")
+def test_affine_diagonal_under_counting_with_min():
+    P = ct.points(np.array([[0.0, -1.0], [3.0, 1.0]]))
+    text = "s[] = P[x, 2*x, i] * d(x; counting)"
+    assert oracle(text, semiring="min", P=P).value == np.inf
+    try:
+        got = ct.einsum(text, semiring="min", P=P)
+    except ct.InvalidProgramError:                    # refused, as the plain diagonal is: fine
+        return
+    assert got == np.inf

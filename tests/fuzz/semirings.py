@@ -28,6 +28,15 @@ def _lse(a, b):
     return max(a, b) + math.log1p(math.exp(-abs(a - b)))
 
 
+def _pow(a, w):
+    try:
+        return math.pow(a, w)
+    except ValueError:                 # a negative base to a fractional power
+        return math.nan
+    except OverflowError:
+        return math.inf if a > 0 or float(w).is_integer() and w % 2 == 0 else -math.inf
+
+
 # name: (ct.Semiring arguments, oracle add, oracle repeat)
 DEFINITIONS = {
     "max": (dict(add="max(a, b)", zero=-math.inf, idempotent=True, annihilator=math.inf),
@@ -40,8 +49,10 @@ DEFINITIONS = {
     "logsumexp": (dict(add="inf if max(a, b) == inf else max(a, b) + log(1 + exp(-abs(a - b)))",
                        zero=-math.inf, repeat="a + log(w)"),
                   _lse, lambda a, w: a + math.log(w)),
+    # the declared annihilator decides (0 ⊗ nan = 0, as ctensor applies declared laws first); a ** w
+    # in float (llvm.pow: NaN for a negative base and a fractional w; Python would give a complex)
     "times": (dict(add="a * b", zero=1.0, annihilator=0.0, repeat="a ** w"),
-              lambda a, b: a * b, lambda a, w: a ** w),
+              lambda a, b: 0.0 if a == 0 or b == 0 else a * b, lambda a, w: _pow(a, w)),
     "or": (dict(add="a | b", zero=False, idempotent=True, annihilator=True), lambda a, b: bool(a) or bool(b), None),
 }
 

@@ -117,3 +117,22 @@ def test_counting_on_a_diagonal_under_max_is_refused():
     with pytest.raises(ct.InvalidProgramError, match="reduction whose identity is 0"):
         ct.einsum("s[] = P[x, x, i] * d(x; counting)", semiring="max", P=P)
     assert ct.einsum("s[] = P[x, x, i] * d(x; counting)", P=P) == 0
+
+
+def test_affine_and_grid_diagonals_under_counting_are_refused_where_the_plain_rule_does():
+    """Found by the differential fuzzer: an affine diagonal under counting with min counted the outer
+    coordinates of points off it (0.0 where the oracle says inf), an affine diagonal of a box
+    beside a sum counted a point piece cut per dimension (3.0 for 0.0), and a diagonal of a
+    grid-binned tensor read a point off the diagonal (3.0 for 0.0)."""
+    P = ct.points(np.array([[0.0, -1.0], [3.0, 1.0]]))
+    with pytest.raises(ct.InvalidProgramError, match="diagonal access on real index 'x' under the counting"):
+        ct.einsum("s[] = P[x, 2*x, i] * d(x; counting)", semiring="min", P=P)
+    B = ct.box([-np.inf, -2.0], [1.0, 0.0], closed="right")
+    A = ct.intervals([-np.inf], [4.0], values=[3.0], closed="neither")
+    with pytest.raises(ct.InvalidProgramError, match="diagonal access on real index 'x' under the counting"):
+        ct.einsum("s[] = (B[0.5*x + 1, -2*x - 2] + A[x]) * d(x; counting)", A=A, B=B)
+    inner = ct.SparseList(ct.Element(0.0, val=np.array([3.0])), np.array([0, 1]), np.array([-1.0]))
+    G = ct.Tensor(ct.UniformGrid(ct.SparseList(inner, np.array([0, 1]), np.array([-2.0])), np.array([-3.0, 5.0])))
+    with pytest.raises(ct.InvalidProgramError, match="diagonal read of a tensor stored under UniformGrid"):
+        ct.einsum("s[] = T[x, x] * d(x; counting)", T=G)
+    assert ct.einsum("s[] = P[x, 2*x, i] * d(x; counting)", P=P) == 0      # a factor under +: lowered

@@ -12,13 +12,13 @@ levels are read at other indices: refused rather than answered wrong.
 from __future__ import annotations
 
 from ..errors import InvalidProgramError
-from .affine import form
 from .nodes import EAccess, product_factors
 
 
 def diagonal_indices(acc: EAccess) -> set:
-    """Indices read alone by two or more dimensions of `acc`."""
-    alone = [d.terms[0][1] for d in acc.dims if form(d) == "plain"]
+    """Indices read alone (plainly or through an affine map: B[x, 2*x]) by two or more dimensions
+    of `acc`."""
+    alone = [d.terms[0][1] for d in acc.dims if len(d.terms) == 1]
     return {i for i in alone if alone.count(i) > 1}
 
 
@@ -30,7 +30,12 @@ def check_diagonal(rhs, accs, kinds, measures, tensors, text, op):
     factors = product_factors(rhs)
     zero_adds_nothing = identity(op) in (0, False)
     for acc in accs:
-        for i in diagonal_indices(acc):
+        diag = diagonal_indices(acc)
+        if diag and any(getattr(lv, "tile", False) for lv in tensors[acc.tensor].levels()):
+            raise InvalidProgramError(
+                f"{acc} in {text!r}: a diagonal read of a tensor stored under UniformGrid levels is not lowered "
+                f"(the tile loops bin each mode once); store {acc.tensor} without grid levels for this program")
+        for i in diag:
             if kinds.get(i) != "real" or measures.get(i) != "counting":
                 continue
             fill = getattr(tensors[acc.tensor].levels()[-1], "fill", None)

@@ -466,4 +466,4 @@ def test_a_diagonal_beside_an_index_sum_is_refused_with_its_reason():
     P = ct.points(np.array([[0.0, 0.0], [1.0, 1.0]]))
     with pytest.raises(ct.InvalidProgramError) as err:
         ct.einsum("s[] = B[x + y, y] * P[x, y, i] * d(x, y, i; counting, counting, counting)", B=B, P=P)
-    assert "transposed" not in str(err.value) and "not beside an index sum" in str(err.value), str(err.value)
+    assert "transposed" not in str(err.value) and "not lowered: a diagonal beside an index sum" in str(err.value), str(err.value)

@@ -358,8 +358,8 @@ def _no_order(text, accs):
             for i in d.indices:
                 if i in seen:
                     return (f"{acc} reads index {i!r} in dimensions {seen[i]} and {k}, and no loop order lowers "
-                            f"them in storage order (a diagonal is lowered where each of its dimensions reads "
-                            f"that one index alone, as B[x, 2*x]; not beside an index sum) in {text!r}")
+                            f"them in storage order (not lowered: a diagonal beside an index sum; one whose dimensions "
+                            f"each read that one index alone, as B[x, 2*x], is) in {text!r}")
                 seen[i] = k
     return (f"no loop order visits every tensor of {text!r} in storage order (a transposed access): "
             "store one tensor in the other order")

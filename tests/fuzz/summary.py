@@ -10,7 +10,7 @@ OUTCOMES = ("match", "mismatch", "refused-valid", "oracle-refused", "crash", "ti
 # refusals that are documented limitations (README "What is in the box", issue 31) or known open work
 KNOWN = {
     "counting over an outer run-list level (run time)": "issue 31 item 2 (another engineer)",
-    "diagonal access": "issue 31 item 2 (being added)",
+    "diagonal access": "documented: diagonals of grid-binned tensors or beside index sums are not lowered",
     "transposed access / output (storage order)": "README: a transposed access is refused",
     "output written out of coordinate order": "documented: continuous output revisited",
     "output written out of position order": "documented: sparse output level out of order",

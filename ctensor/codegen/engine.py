@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import os
 import re
 import threading
 import time
@@ -51,6 +50,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from . import objcache
+from .tiers import LIGHT_PASSES, tier_of as _tier
 
 PACKED_CFUNC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 llvm = None                     # llvmlite.binding, imported by the first `_Engine`
@@ -82,29 +82,6 @@ class CompiledFunction:
     def call_packed(self, block) -> int:
         """Call the packed entry with a numpy int64 block (kept alive by the caller)."""
         return self.packed(block.ctypes.data)
-
-
-LARGE_MODULE = 10_000_000    # lines × loops of the unoptimised LLVM IR
-HUGE_MODULE = 400_000_000
-# no NewGVN: llvmlite's LLVM is built with assertions, and NewGVN's `verifyIterationSettled` aborted
-# the process on a fuzzed kernel (3-D point tensors under counting); llvmlite offers no other GVN
-LIGHT_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "sccp", "instruction_combine", "simplify_cfg")
-
-
-def _threshold(name: str, default: int) -> int:
-    try:
-        return int(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
-def _tier(text: str, opt: int) -> str:
-    """The compile path of the LLVM module `text` at `opt` (module docstring, size tiers)."""
-    # loops: the headers `llvm_emit` names (hand-built modules, `runtime.pyentry`'s, are small)
-    work = text.count("\n") * max(text.count("\nwhile.cond") + text.count("\nfor.cond"), 1)
-    if opt == 0 or work <= _threshold("CTENSOR_LARGE_MODULE", LARGE_MODULE):
-        return f"O{opt}"
-    return "light-cg0" if work > _threshold("CTENSOR_HUGE_MODULE", HUGE_MODULE) else "light-cg1"
 
 
 def _lazy_ir(directory, symbol, digest):

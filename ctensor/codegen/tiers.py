@@ -1,0 +1,29 @@
+"""Size tiers of the JIT (`engine` module docstring): O3 for a module whose lines × loops stay under
+`LARGE_MODULE`, else a light pass list and an O1 code generator, and beyond `HUGE_MODULE` an O0
+code generator; `CTENSOR_LARGE_MODULE` / `CTENSOR_HUGE_MODULE` move the thresholds (read at each
+compile)."""
+from __future__ import annotations
+
+import os
+
+LARGE_MODULE = 10_000_000    # lines × loops of the unoptimised LLVM IR
+HUGE_MODULE = 400_000_000
+# no NewGVN: llvmlite's LLVM is built with assertions, and NewGVN's `verifyIterationSettled` aborted
+# the process on a fuzzed kernel (3-D point tensors under counting); llvmlite offers no other GVN
+LIGHT_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "sccp", "instruction_combine", "simplify_cfg")
+
+
+def _threshold(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def tier_of(text: str, opt: int) -> str:
+    """The compile path of the LLVM module `text` at `opt`: "O0".."O3", "light-cg1" or "light-cg0"."""
+    # loops: the headers `llvm_emit` names (hand-built modules, `runtime.pyentry`'s, are small)
+    work = text.count("\n") * max(text.count("\nwhile.cond") + text.count("\nfor.cond"), 1)
+    if opt == 0 or work <= _threshold("CTENSOR_LARGE_MODULE", LARGE_MODULE):
+        return f"O{opt}"
+    return "light-cg0" if work > _threshold("CTENSOR_HUGE_MODULE", HUGE_MODULE) else "light-cg1"

@@ -68,7 +68,8 @@ def _nan_max(a, b):
 
 
 _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-         "**": lambda a, b: a ** b if isinstance(b, int) and b >= 0 else math.pow(a, b), "min": _nan_min, "max": _nan_max, "lt": operator.lt, "le": operator.le,
+         "**": lambda a, b: a ** b if isinstance(b, int) and b >= 0 else math.pow(a, b),
+         "min": _nan_min, "max": _nan_max, "lt": operator.lt, "le": operator.le,
          "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
          "neg": operator.neg, "not": operator.not_, "sqrt": math.sqrt, "abs": abs,
          "exp": lambda v: _exp(v), "log": lambda v: _log(v)}

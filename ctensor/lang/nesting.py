@@ -82,7 +82,3 @@ def innermost(lay, order, inner: frozenset, text: str):
     except InvalidProgramError as e:
         raise InvalidProgramError(f"{why}, but no loop order the tensors' storage order allows does ({e}); "
                                   "store the tensors with those indices last") from None
-
-
-def _name(op):
-    return str(op) if isinstance(op, Semiring) else repr(op)

@@ -72,7 +72,10 @@ class Names:
 # ----------------------------------------------------------------------------- effectual pieces
 _UNKNOWN = object()
 _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-         "**": operator.pow, "min": min, "max": max, "lt": operator.lt, "le": operator.le,
+         # ** as the kernel computes it: a float power is llvm.pow (NaN, not a complex number, for a
+         # negative base: ValueError here, read as unknown)
+         "**": lambda a, b: a ** b if isinstance(b, int) and b >= 0 else math.pow(a, b),
+         "min": min, "max": max, "lt": operator.lt, "le": operator.le,
          "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
          "neg": operator.neg, "not": operator.not_, "abs": abs, "sqrt": math.sqrt,
          "exp": math.exp, "log": lambda v: -math.inf if v == 0 else math.log(v),

@@ -38,7 +38,8 @@ _FLOAT_BIN = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "rem":
 _ICMP = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
 _FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 _MINMAX = {"min": "lt", "max": "gt"}   # min = a < b ? a : b ; max = a > b ? a : b
-_INTRINSIC = {"sqrt": "llvm.sqrt", "abs": "llvm.fabs", "floor": "llvm.floor", "exp": "llvm.exp", "log": "llvm.log"}
+_INTRINSIC = {"sqrt": "llvm.sqrt", "abs": "llvm.fabs", "floor": "llvm.floor", "exp": "llvm.exp",
+              "log": "llvm.log"}
 _EXTERNAL = {"realloc": "declare ptr @realloc(ptr, i64) #0", "free": "declare void @free(ptr) #0"}
 
 

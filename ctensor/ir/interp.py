@@ -217,7 +217,8 @@ class _Ctx:
         if isinstance(e, Un):
             t, fa = e.type, self.expr(e.a)
             if t.is_float:
-                op = {"neg": lambda a: -a, "sqrt": np.sqrt, "abs": np.abs, "floor": np.floor, "exp": np.exp, "log": np.log,
+                op = {"neg": lambda a: -a, "sqrt": np.sqrt, "abs": np.abs, "floor": np.floor,
+                      "exp": np.exp, "log": np.log,
                       "nextup": lambda a: next_float(float(a), True),
                       "nextdown": lambda a: next_float(float(a), False)}[e.op]
             else:

@@ -16,7 +16,8 @@ the ABI), whose body is a list of statements, and which returns an i32 status (0
 Operator names:
   Bin:  add sub mul div rem min max and or xor   (div/rem: signed for ints; and/or/xor: ints and i1)
   Cmp:  lt le gt ge eq ne                        (floats: ordered, except ne which is unordered)
-  Un:   neg not sqrt abs floor exp log nextup nextdown   (Bin also: pow, floats only: llvm.pow)                  (not: i1 or integer bitwise)
+  Un:   neg not sqrt abs floor exp log nextup nextdown   (not: i1 or integer bitwise)
+  Bin pow: floats only (llvm.pow)
   Call: a small fixed set of external functions, see ``EXTERNALS``.
 """
 from __future__ import annotations

@@ -107,8 +107,8 @@ def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_su
     if tiling is not None:
         extents, order = tile_extents(tiling, extents), tiling.order
     random_access = out_fmt is None or all(isinstance(lv, (Dense, SparseByteMap)) for lv in out_fmt.levels()[:-1])
-    fission = random_access and plan.op == "+" and plan.out_kind == "int" and all(m == "counting" for m in plan.measures.values()) \
-        and counting_additive(plan, tensors)
+    fission = random_access and plan.op == "+" and plan.out_kind == "int" \
+        and all(m == "counting" for m in plan.measures.values()) and counting_additive(plan, tensors)
     # a float sum under Lebesgue (or counting, pinned as for integers) measures on real indices
     # splits too (code linear in the terms, not exponential): exact while every term's integral
     # is finite; a non-finite result is recomputed pointwise (`Kernel.__call__`), where terms may

@@ -24,7 +24,8 @@ MEASURES = ("lebesgue", "counting", "boolean")
 _BIN = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
         ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor"}
 _CMP = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
-_FUNCS = {"min": "min", "max": "max", "sqrt": "sqrt", "abs": "abs", "exp": "exp", "log": "log", "coalesce": "coalesce"}
+_FUNCS = {"min": "min", "max": "max", "sqrt": "sqrt", "abs": "abs", "exp": "exp", "log": "log",
+          "coalesce": "coalesce"}
 
 
 def _preprocess(text: str) -> str:
@@ -258,7 +259,8 @@ def _expr(node, text):
         return out
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords:
         args = tuple(_expr(a, text) for a in node.args)
-        if node.func.id in ("min", "max", "coalesce") and len(args) < 2 or node.func.id in ("sqrt", "abs", "exp", "log") and len(args) != 1:
+        if node.func.id in ("min", "max", "coalesce") and len(args) < 2 or \
+                node.func.id in ("sqrt", "abs", "exp", "log") and len(args) != 1:
             raise InvalidProgramError(f"wrong number of arguments to {node.func.id} in {text!r}")
         out = args[0]
         if len(args) == 1:

@@ -127,11 +127,16 @@ def phase_pass(ctx, loop):
         ctx.guard(nonempty, lambda: lower(ctx, Loop(loop.idx, sub, body)), prove=True)
 
 
+def _has_slices(acc, idx) -> bool:
+    """Does the access read inner levels at other indices than `idx` (slices whose count at a
+    point of an outer run list may differ)?  A diagonal B[x, x] has none: its child is read at x."""
+    return any(i != idx for i in acc.idxs[1:])
+
+
 def sequence_pass(ctx, loop):
     acc = _accesses(loop, Sequence)[0]
     ext = loop.ext
-    # slices of the run list's inner levels (a diagonal B[x, x] has none: its child is read at x)
-    if acc.tns.runs and ext.continuous and any(i != loop.idx for i in acc.idxs[1:]):
+    if acc.tns.runs and ext.continuous and _has_slices(acc, loop.idx):
         ctx.run_levels.setdefault(loop.idx, set()).add(acc.name)
     phases, prev = [], None
     specs = acc.tns.phases
@@ -199,9 +204,7 @@ def stepper_pass(ctx, loop):
     # run steppers (not spikes) of outer levels: their own bounds at a point, also the start of a
     # step just after their chunk ended, make its count depend on the inner coordinate
     # (`lower.lowerer._refuse_slice_dependent`)
-    # (a diagonal B[x, x] has no inner coordinate: its child is read at x too)
-    runs = [a for a in steppers if not a.tns.spikes and any(i != loop.idx for i in a.idxs[1:])] \
-        if ext.continuous else []
+    runs = [a for a in steppers if not a.tns.spikes and _has_slices(a, loop.idx)] if ext.continuous else []
     ended = {acc: ctx.mut(ir.I1, b.FALSE, acc.name + "_ended") for acc in runs}
     exact_start = ie is not None or _e_ge(const_e, ext.start.e)
     with ctx.block() as body:

@@ -15,6 +15,7 @@ from ..extents import lim_eq
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I1, I64, PtrType, ScalarType
+from .tile import SUFFIX
 
 
 # positions a forward search from a finger scans one by one before it gallops
@@ -71,7 +72,7 @@ class Context:
         stack.extend(cuts)
         # at a tile loop x#cell (`lower.tile`) the other tensors read with x cut x's partition: the
         # inner loop over x, which runs on one piece, must see them; a grid's cell edges are no cut
-        base = idx[:-len("#cell")] if idx.endswith("#cell") else None
+        base = idx[:-len(SUFFIX)] if idx.endswith(SUFFIX) else None
         inner = self.pin_cuts.setdefault(base, []) if base is not None else []
         m = len(inner)
         inner.extend(c for c in cuts if c[0] not in self.grid_tensors)

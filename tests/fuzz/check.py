@@ -27,7 +27,7 @@ import traceback
 import ctensor as ct
 from ctensor import Limit
 
-from ..helpers import close, probes, to_pieces
+from ..helpers import breakpoints_1d, close, probes, to_pieces
 from ..oracle import evaluate
 from .programs import generate
 
@@ -90,13 +90,7 @@ def refusal_category(err) -> str:
 
 
 def _breaks(tensors, axis_ref):
-    bs = set(float(v) for v in axis_ref if math.isfinite(v))
-    for t in tensors:
-        for coords, _ in t.pieces():
-            for c in coords:
-                if isinstance(c, tuple):
-                    bs.update(l.value for l in c if math.isfinite(l.value))
-    return sorted(bs)
+    return sorted(set(breakpoints_1d(*tensors)) | {float(v) for v in axis_ref if math.isfinite(v)})
 
 
 def nontrivial(got, ref) -> bool:

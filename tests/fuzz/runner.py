@@ -60,6 +60,8 @@ def _run_chunk(seed, start, stop, timeout, hang_s, env, out: list, lock, sink=No
         reader.start()
         started, hung = None, False
         while True:
+            # decided before draining: every line the reader got before it ended is drained below
+            done = proc.poll() is not None and not reader.is_alive()
             while lines:
                 msg = json.loads(lines.popleft())
                 if "start" in msg:
@@ -67,19 +69,12 @@ def _run_chunk(seed, start, stop, timeout, hang_s, env, out: list, lock, sink=No
                 else:
                     _keep(msg, out, lock, sink)
                     started, k = None, msg["k"] + 1
-            if proc.poll() is not None and not reader.is_alive():
+            if done:
                 break
             if time.monotonic() - last["t"] > hang_s:
                 proc.kill()
                 hung = True
             time.sleep(0.05)
-        while lines:                                   # lines read after the last check
-            msg = json.loads(lines.popleft())
-            if "start" in msg:
-                started = msg["start"]
-            else:
-                _keep(msg, out, lock, sink)
-                started, k = None, msg["k"] + 1
         err = proc.stderr.read()
         if started is not None:                        # the worker died inside a program
             _keep({"seed": seed, "k": started, "outcome": "crash", "phase": "worker",

@@ -10,7 +10,8 @@ Pitfalls this module is shaped around (reference/anchors-and-llvmlite.md §4):
   every compiled function pointer points into its memory.
 
 Symbols.  All modules share the engine, so symbol names must be unique.  The symbol is the
-function name plus a hash of its LLVM IR (and of the opt level or size tier, CPU and llvmlite version): the
+function name plus a hash of its LLVM IR (and of the opt level or size tier, and the host:
+`host.host_id`, which needs no llvmlite, so `symbol_of` works before the engine exists): the
 same function compiled twice in one process is returned from memory instead of being added twice,
 and the name is stable across processes, which the on-disk cache needs (object code refers to
 its own symbols by name).
@@ -21,10 +22,10 @@ without the IR function (the runtime's warm cache keys kernels by program text a
 keeps the symbol).  A damaged entry is a miss.
 
 Lazy start.  `import ctensor` does not import llvmlite (~17-20 ms, most of it loading
-libllvmlite): the engine, and llvmlite with it, is created by the first compile or load
-(`get_engine`).  So the first kernel of a process pays that import, a warm `load_compiled`
-included: ~1.5 ms for the load itself (engine creation, header and sha256 check, MCJIT's
-relocation of the object), ~20 ms with the import.
+libllvmlite): the engine, and llvmlite with it, is created by the first compile or MCJIT load
+(`get_engine`).  A warm start does neither: every object is also linked into a shared library
+(`library`, in the background), and `load_compiled` / `compile_llvm` load an entry's library with
+``dlopen`` (~0.3 ms) when it has one; MCJIT (~1.5 ms, ~20 ms with the import) only when not.
 
 Size tiers.  O3's loop passes (LoopVectorize, LoopRotate, LICM...) each revisit the function once
 per loop, so its time grows like lines × loops: a kernel of 10k lines and 200 loops (2e6, the
@@ -49,7 +50,8 @@ import time
 import weakref
 from dataclasses import dataclass, field
 
-from . import objcache
+from . import library, objcache
+from .host import host_id
 from .tiers import LIGHT_PASSES, tier_of as _tier
 
 PACKED_CFUNC = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
@@ -133,6 +135,7 @@ class _Engine:
         if self.cache_dir is None or self.current is None or module.name != self.current[0]:
             return  # e.g. the engine's initial empty module
         objcache.write_object(self.cache_dir, *self.current[:2], buf, self.current[2])
+        library.link(self.cache_dir, *self.current[:2], buf, self.current[2])
 
     def _read_cached(self, symbol: str):
         """(object code, optimised IR) from the disk cache, or None if absent or damaged."""
@@ -217,10 +220,7 @@ class _Engine:
         return result
 
     def _symbol(self, text: str, base: str, tier: str) -> str:
-        # the O0..O3 tiers hash as the opt level (tiers added later keep those symbols)
-        key = objcache.digest("\0".join((text, tier[1:] if tier[0] == "O" else tier, self.cpu, self.features,
-                                         self.llvmlite_version, objcache.FORMAT.decode())).encode())
-        return f"{base}_{key[:16]}"
+        return symbol_of(text, base, tier)
 
     def _optimize(self, mod, tier: str):
         """Run the tier's pipeline on `mod`."""
@@ -258,6 +258,8 @@ class _Engine:
             llvm_ir = None
         elif cached is not None:
             self.hits[symbol], llvm_ir = cached
+            if not library.present(self.cache_dir, symbol):     # an entry without its library
+                library.link(self.cache_dir, symbol, tier, cached[0], objcache.digest(llvm_ir.encode()))
         else:
             llvm_ir = self._make_object(mod, symbol, tier)
         t2 = time.perf_counter()
@@ -326,6 +328,7 @@ class _Engine:
             self.hits[symbol] = obj
             if self.cache_dir is not None:
                 objcache.write_object(self.cache_dir, symbol, tier, obj, digest)
+                library.link(self.cache_dir, symbol, tier, obj, digest)
         return llvm_ir
 
     def _add(self, mod, symbol, tier):
@@ -339,6 +342,28 @@ class _Engine:
 
 
 _cache_dir = objcache.cache_dir     # the name `driver.kernel_store` imports
+
+
+def symbol_of(text: str, base: str, tier: str) -> str:
+    """The symbol of LLVM module `text` (base name `base`) at `tier`: stable across processes, and
+    computed without llvmlite (`host.host_id` names the target), so a warm start finds its entry."""
+    # the O0..O3 tiers hash as the opt level (tiers added later keep those symbols)
+    key = objcache.digest("\0".join((text, tier[1:] if tier[0] == "O" else tier, host_id(),
+                                     objcache.FORMAT.decode(), library.FORMAT.decode())).encode())
+    return f"{base}_{key[:16]}"
+
+
+def _from_library(symbol: str) -> CompiledFunction | None:
+    """`symbol`'s function from its shared library (`library`: no llvmlite, no engine), or None."""
+    t0 = time.perf_counter()
+    got = library.load(objcache.cache_dir(), symbol)
+    if got is None:
+        return None
+    (address, packed_address), tier, ir_digest, directory = got
+    return CompiledFunction(
+        name=symbol, address=address, packed_address=packed_address, ir_source=_lazy_ir(directory, symbol, ir_digest),
+        unoptimized_ir=None, compile_seconds={"emit": 0.0, "optimize": 0.0, "jit": time.perf_counter() - t0},
+        packed=PACKED_CFUNC(packed_address), source="disk", tier=tier)
 
 
 def _sanitize(name: str) -> str:
@@ -378,6 +403,12 @@ def compile_llvm(text: str, base: str, names, opt: int = 3, cache: bool = True) 
     processes from the disk cache)."""
     if opt not in (0, 1, 2, 3):
         raise ValueError(f"opt must be 0..3, got {opt!r}")
+    if cache and _ENGINE is None:       # a warm start: the shared library, without the engine
+        symbol = symbol_of(text, base, _tier(text, opt))
+        got = library.load(objcache.cache_dir(), symbol, tuple(n[len(base):] for n in names))
+        llvm_ir = got and objcache.read_ir(got[3], symbol, got[2])
+        if llvm_ir is not None:
+            return got[0], llvm_ir
     engine = get_engine()
     with engine.lock:
         return engine.compile_llvm(text, base, names, opt, cache)
@@ -389,14 +420,23 @@ def load_compiled(symbol: str) -> CompiledFunction | None:
     loaded from the disk cache (header, symbol and sha256 checked first; `source='disk'`,
     `unoptimized_ir` None, `llvm_ir` read on first access).  None on a miss, a disabled cache, or
     any damage to the entry (`objcache`); never raises for what is on disk.  Raises TypeError if
-    `symbol` is not a str.  Creates the engine (and imports llvmlite) if this is the first use."""
+    `symbol` is not a str.  The entry's shared library (`library`) is loaded when it has one (no
+    llvmlite, no engine); otherwise the object goes to MCJIT, creating the engine (and importing
+    llvmlite) if this is the first use."""
     if not isinstance(symbol, str):
         raise TypeError(f"symbol must be a str, got {type(symbol).__name__}")
     if not objcache.valid_symbol(symbol):
         return None
+    hit = None if _ENGINE is None else _ENGINE.compiled.get(symbol)
+    if hit is not None:                 # compiled or loaded by the engine in this process
+        return hit
+    got = _from_library(symbol)
+    if got is not None:
+        return got
     engine = get_engine()
     with engine.lock:
         return engine.load(symbol)
 
 
-__all__ = ["compile_function", "compile_llvm", "load_compiled", "CompiledFunction", "get_engine", "PACKED_CFUNC"]
+__all__ = ["compile_function", "compile_llvm", "load_compiled", "CompiledFunction", "get_engine", "PACKED_CFUNC",
+           "symbol_of"]

@@ -8,7 +8,12 @@ compiler never reuses an old entry).  An entry is `k_<key>.spec`: a header (form
 length, sha256) and the pickled `KernelSpec`, whose `symbol` names the object code the codegen
 engine caches beside it
 (`codegen.engine.load_compiled`); `k_<key>.fn`, sealed alike, holds the pickled IR function,
-checked on load and unpickled only when `Kernel.fn` / `Kernel.ir` is asked for.
+checked on load and unpickled only when `Kernel.fn` / `Kernel.ir` is asked for.  `k_<key>.ref`,
+sealed alike, holds another key: the driver keys a request as made (`alias`), before the rewrites
+that parse its text (`driver.grid_offsets`, `driver.dense_split`), so a warm start skips them.
+The host is named without llvmlite (`codegen.host`), and the object code is loaded from its shared
+library (`codegen.library`) when it has one: a warm start imports neither llvmlite.binding nor the
+compiler's stages.
 
 A damaged, truncated, swapped or foreign entry is a miss (the kernel is compiled again and the
 entry rewritten), never an error; a cache that cannot be written is only slower.  Location and
@@ -61,12 +66,10 @@ def key_of(text: str, fmt: tuple, scalar_kinds: tuple, options: tuple) -> str | 
     key); `scalar_kinds`: sorted (name, kind); `options`: the driver's normalised options."""
     if _directory() is None:
         return None
-    from ..codegen.engine import get_engine
-    eng = get_engine()
-    import llvmlite
+    from ..codegen.host import host_id      # the target and llvmlite's version, without llvmlite.binding
     # the size-tier thresholds choose the pipeline (`codegen.engine`): part of what makes the code
     tiers = tuple(os.environ.get(v) for v in ("CTENSOR_LARGE_MODULE", "CTENSOR_HUGE_MODULE"))
-    parts = (_FORMAT.decode(), _fingerprint(), eng.cpu, eng.features, llvmlite.__version__, tiers,
+    parts = (_FORMAT.decode(), _fingerprint(), host_id(), tiers,
              " ".join(text.split()), fmt, scalar_kinds, options)
     return digest(repr(parts).encode())[:32]
 
@@ -93,9 +96,15 @@ def _open(path: Path, key: str) -> bytes | None:
 def load(key: str):
     """(the `KernelSpec` stored for `key`, a function returning its IR function), or None when the
     entry is absent or either file is damaged.  The IR is checked now and unpickled only when
-    `Kernel.fn` asks for it."""
+    `Kernel.fn` asks for it.  A key with no entry of its own may be an alias (`alias`)."""
     d = _directory()
     payload = _open(d / f"k_{key}.spec", key)
+    if payload is None:
+        target = _open(d / f"k_{key}.ref", key)
+        if target is None or len(target) != len(key) or not target.isalnum():
+            return None
+        key = target.decode()
+        payload = _open(d / f"k_{key}.spec", key)
     fn_payload = _open(d / f"k_{key}.fn", key) if payload is not None else None
     if fn_payload is None:
         return None
@@ -104,6 +113,19 @@ def load(key: str):
     except Exception:          # a sealed but unreadable entry (e.g. from an older ctensor): a miss
         return None
     return spec, lambda: pickle.loads(fn_payload)
+
+
+def alias(request: str, key: str) -> None:
+    """Make `request` (the key of a request as made, before the driver's rewrites) find the entry
+    of `key` (the key of the kernel compiled for it): ``k_<request>.ref``, sealed, holds `key`."""
+    d = _directory()
+    if d is None or not key.isalnum():
+        return
+    try:
+        with _LOCK:
+            _atomic_write(d / f"k_{request}.ref", _seal(request, key.encode()))
+    except OSError:
+        pass
 
 
 def store(key: str, spec, fn) -> None:

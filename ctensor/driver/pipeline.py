@@ -34,6 +34,17 @@ def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_
     e.g. to time them; the object cache still applies).  Options as `ct.compile`; `split_sums` and
     `merge_output` choose the variants `Kernel` runs as siblings; `split_dense`: a trailing dense
     contraction runs in BLAS (`dense_split`).  Raises as `ct.compile`."""
+    if out is not None and not isinstance(out, (Tensor, Level)):
+        raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
+                        f"got {type(out).__name__}")
+    # the request as made, before the rewrites below (which parse the text): a kernel loaded by it
+    # skips them too (`kernel_store.alias`)
+    request = _store_key(text, kwargs, _options(semiring, order, out, assume_valid, prove_guards, split_sums,
+                                                merge_output), (("split_dense", bool(split_dense)),)) \
+        if use_store else None
+    kernel = _load(request) if request is not None else None
+    if kernel is not None:
+        return kernel
     from .grid_offsets import rewrite
     shifted = rewrite(text, kwargs)          # In[x + r] on a grid-binned mode -> In[a] (r = a - x)
     if shifted is not None:
@@ -45,26 +56,35 @@ def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_
                             use_store=use_store)
         if split is not None:
             return split
-    if out is not None and not isinstance(out, (Tensor, Level)):
-        raise TypeError(f"out= must be a ct.Tensor or a level format such as ct.Dense(ct.Element(0.0)), "
-                        f"got {type(out).__name__}")
-    options = dict(semiring=semiring, order=tuple(order) if order is not None else None,
-                   out=(out.level if isinstance(out, Tensor) else out).empty() if out is not None else None,
-                   assume_valid=bool(assume_valid),
-                   prove_guards=enabled_by_default() if prove_guards is None else bool(prove_guards),
-                   split_sums=bool(split_sums), merge_output=bool(merge_output))
-    tensors, scalars = split_args(kwargs)
-    key = None if not use_store else kernel_store.key_of(
-        text, tuple(sorted((k, t.level.format_key()) for k, t in tensors.items())),
-        tuple(sorted((k, s[1]) for k, s in scalars.items())),
-        tuple((k, _option_key(v)) for k, v in options.items())
-        + tuple(sorted((k, m.weight) for k, m in user_measures(kwargs).items())))
-    kernel = _load(key, text, kwargs, options) if key is not None else None
+    options = _options(semiring, order, out, assume_valid, prove_guards, split_sums, merge_output)
+    key = _store_key(text, kwargs, options) if use_store else None
+    kernel = _load(key) if key is not None else None
     if kernel is None:
         kernel = _compile(text, kwargs, options)
         if key is not None:
             kernel_store.store(key, kernel.spec, kernel.fn)
+    if request is not None and key is not None and request != key:
+        kernel_store.alias(request, key)
     return kernel
+
+
+def _options(semiring, order, out, assume_valid, prove_guards, split_sums, merge_output) -> dict:
+    """The driver's normalised options (part of a kernel's key and of its spec)."""
+    return dict(semiring=semiring, order=tuple(order) if order is not None else None,
+                out=(out.level if isinstance(out, Tensor) else out).empty() if out is not None else None,
+                assume_valid=bool(assume_valid),
+                prove_guards=enabled_by_default() if prove_guards is None else bool(prove_guards),
+                split_sums=bool(split_sums), merge_output=bool(merge_output))
+
+
+def _store_key(text, kwargs, options, extra=()) -> str | None:
+    """The kernel store's key of compiling `text` for `kwargs` with `options` (None: store off)."""
+    tensors, scalars = split_args(kwargs)
+    return kernel_store.key_of(
+        text, tuple(sorted((k, t.level.format_key()) for k, t in tensors.items())),
+        tuple(sorted((k, s[1]) for k, s in scalars.items())),
+        tuple((k, _option_key(v)) for k, v in options.items()) + extra
+        + tuple(sorted((k, m.weight) for k, m in user_measures(kwargs).items())))
 
 
 def dense_split(text, kwargs, *, order=None, **options):
@@ -96,7 +116,7 @@ def _option_key(v):
     return output_key(v) if isinstance(v, Level) else v
 
 
-def _load(key, text, kwargs, options) -> Kernel | None:
+def _load(key) -> Kernel | None:
     """The kernel stored for `key`, with its object code, or None."""
     t0 = time.perf_counter()
     entry = kernel_store.load(key)

@@ -27,7 +27,7 @@ from ..ir.types import F32, F64, I64, PtrType
 from ..limits import Limit
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence
 from .affine import see
-from .level import Facts, Level, as_array, as_shape, check_no_nan, closed_eps, coord_suffix, real_endpoints
+from .level import DEFAULT_CLOSED, Facts, Level, as_array, as_shape, check_no_nan, closed_eps, coord_suffix, real_endpoints
 from .sparse_run_list import endpoints_ok
 
 
@@ -40,14 +40,16 @@ class SparseInterval(Level):
     left, right : arrays, one entry per parent position: float64 on a real axis; int64 on an
         integer axis, where the fiber holds the integers of the interval (`closed='left'`:
         left..right-1) and `left == right` (closed='left') is the empty range
-    closed : {'left', 'right', 'both', 'neither'} — homogeneous closedness ('left' = [a, b))
+    closed : {'left', 'right', 'both', 'neither'} — homogeneous closedness ('left' = [a, b)); as a
+        real `out=` level left at the default, the result's one closedness (FormatError if its
+        runs have several), given explicitly exactly that one (`runtime.narrow_output`)
     shape : int, optional — integer axis with coordinates 0..shape-1 (Finch's SparseInterval)
 
     Raises FormatError (at validation) on NaN, a reversed or (real axis) empty interval, or an
     integer range outside [0, shape-1].
     """
 
-    def __init__(self, child: Level, left=None, right=None, closed="left", shape=None):
+    def __init__(self, child: Level, left=None, right=None, closed=DEFAULT_CLOSED, shape=None):
         closed_eps(closed)
         self.child, self.closed = child, closed
         self.coord = "real" if shape is None else "int"
@@ -166,8 +168,15 @@ class SparseInterval(Level):
 
     def virtualize(self, ctx, name, mode="read"):
         if mode != "read":
-            from ..errors import InvalidProgramError
-            raise InvalidProgramError("SparseInterval cannot be an output format; use SparseRunList")
+            if self.coord == "int":
+                from ..errors import InvalidProgramError
+                raise InvalidProgramError("an integer SparseInterval (shape=) cannot be an output format; "
+                                          "use SparseList(..., shape=n) or Dense")
+            # an output is written as a SparseRunList fiber (runs coalesced as written); the
+            # runtime keeps the endpoints after checking each fiber holds one run, or raises
+            # FormatError naming the fiber (`runtime.narrow_output`)
+            from .sparse_run_list import VSparseRunList
+            return VSparseRunList(ctx, self, name, mode)
         return VSparseInterval(ctx, self, name)
 
 

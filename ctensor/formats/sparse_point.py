@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import FormatError, InvalidProgramError
+from ..errors import FormatError
 from ..extents import Extent, SymLimit
 from ..ir import build as b
 from ..ir import nodes as ir
@@ -102,7 +102,11 @@ class SparsePoint(Level):
 
     def virtualize(self, ctx, name, mode="read"):
         if mode != "read":
-            raise InvalidProgramError("SparsePoint cannot be an output format; use SparseList")
+            # an output is written as a SparseList fiber (ptr, idx: at most one entry fits, any
+            # number can be written); the runtime drops ptr after checking each fiber holds one
+            # entry, or raises FormatError naming the fiber (`runtime.narrow_output`)
+            from .sparse_list import VSparseList
+            return VSparseList(ctx, self, name, mode)
         return VSparsePoint(ctx, self, name)
 
 

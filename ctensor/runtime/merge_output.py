@@ -31,7 +31,9 @@ from ..formats.element import Element, Pattern
 from ..errors import FormatError
 from ..formats.level import CLOSED, DefaultClosed
 from ..formats.sparse_byte_map import SparseByteMap
+from ..formats.sparse_interval import SparseInterval
 from ..formats.sparse_list import SparseList
+from ..formats.sparse_point import SparsePoint
 from ..formats.sparse_run_list import SparseRunList
 
 from .reduce_np import UFUNCS, reducer  # noqa: F401 (UFUNCS re-exported)
@@ -178,7 +180,7 @@ def unmergeable(out_fmt, plan) -> str | None:
         return "a scalar output has no coordinates to merge"
     modes, leaf = out_fmt.modes(), out_fmt.levels()[-1]
     if not all(isinstance(lv, (Dense, SparseByteMap)) for lv in modes[:-1]) \
-            or not isinstance(modes[-1], (SparseList, SparseRunList)):
+            or not isinstance(modes[-1], (SparseList, SparseRunList, SparsePoint, SparseInterval)):
         return "only the last output level may be sparse"
     if not isinstance(leaf, (Element, Pattern)) or modes[-1].child is not leaf:
         return "the sparse output level must hold the leaf"

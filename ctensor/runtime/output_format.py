@@ -9,10 +9,13 @@ from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
 from ..formats.level import Level
 from ..formats.sparse_byte_map import SparseByteMap
+from ..formats.sparse_interval import SparseInterval
 from ..formats.sparse_list import SparseList
+from ..formats.sparse_point import SparsePoint
 from ..formats.sparse_run_list import SparseRunList
 from .buffers import adopt_array
 from .merge_output import merge_level, store_closed
+from .narrow_output import dense_shapes, to_sparse_point, to_sparse_interval
 
 
 NP_DTYPE = {"bool": np.bool_, "int": np.int64, "float": np.float64}
@@ -109,17 +112,24 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
             return _byte_map(lvl, build, cell, shape_of(depth), depth, npos)
         ptr = adopt_array(cell("ptr"), npos + 1, np.int64)
         nnz = int(ptr[-1])
-        if isinstance(lvl, SparseList):
+        if isinstance(lvl, (SparseList, SparsePoint)):     # a SparsePoint is written as a SparseList
             idx = adopt_array(cell("idx"), nnz, np.float64 if lvl.coord == "real" else np.int64)
             shape = shape_of(depth) if lvl.coord == "int" else None
             out = SparseList(build(lvl.child, depth + 1, nnz), ptr, idx, shape=shape, real=lvl.coord == "real")
-            return merge_level(out, plan.op) if merge else out
-        if isinstance(lvl, SparseRunList):
+            out = merge_level(out, plan.op) if merge else out
+            if isinstance(lvl, SparsePoint):
+                return to_sparse_point(SparsePoint(lvl.child, shape=shape), out, es.out,
+                                       dense_shapes(fmt, depth, shape_of))
+            return out
+        if isinstance(lvl, (SparseRunList, SparseInterval)):   # a SparseInterval as a SparseRunList
             arrs = {a: adopt_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
                                                                  ("left_eps", np.int8), ("right_eps", np.int8))}
             out = SparseRunList.frozen(build(lvl.child, depth + 1, nnz), ptr, arrs["left"], arrs["right"], None,
                                        arrs["left_eps"], arrs["right_eps"])
-            return store_closed(merge_level(out, plan.op) if merge else out, lvl.closed)
+            out = merge_level(out, plan.op) if merge else out
+            if isinstance(lvl, SparseInterval):
+                return to_sparse_interval(lvl, out, es.out, dense_shapes(fmt, depth, shape_of))
+            return store_closed(out, lvl.closed)
         raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
     return build(fmt, 0, 1)
 

@@ -117,6 +117,28 @@ def read_ir(directory: Path, symbol: str, ir_digest: str) -> str | None:
         return None
 
 
+def seal(magic: bytes, key: str, payload: bytes) -> bytes:
+    """A sealed file's bytes: ``<magic> <key> <length> <sha256>``, a newline, then `payload` (the
+    kernel store's entries, `keyed`'s records)."""
+    return magic + f" {key} {len(payload)} {digest(payload)}\n".encode() + payload
+
+
+def unseal(path: Path, magic: bytes, key: str) -> bytes | None:
+    """The payload of the file `seal` wrote for `magic` and `key` at `path`, or None if it is absent,
+    unreadable, foreign (another magic or key), truncated or damaged."""
+    try:
+        blob = path.read_bytes()
+    except (OSError, ValueError):
+        return None
+    header, _, payload = blob.partition(b"\n")
+    parts = header.split(b" ")
+    if len(parts) != 4 or parts[0] != magic or parts[1] != key.encode():
+        return None
+    if parts[2] != str(len(payload)).encode() or parts[3] != digest(payload).encode():
+        return None
+    return payload
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     # write-then-rename: concurrent processes never see a half-written entry
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")

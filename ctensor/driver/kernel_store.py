@@ -27,14 +27,14 @@ import pickle
 import threading
 from pathlib import Path
 
-from ..codegen.objcache import _atomic_write, cache_dir, digest   # digest: sha256 without OpenSSL
+from ..codegen.objcache import _atomic_write, cache_dir, digest, seal, unseal   # digest: sha256 without OpenSSL
 
 _FORMAT = b"ctensor-kernel-v1"
 _FINGERPRINT: str | None = None
 _LOCK = threading.Lock()
 
 
-def _fingerprint() -> str:
+def source_fingerprint() -> str:
     """ctensor's version and every source file's (path, size, mtime): computed once per process."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
@@ -69,28 +69,18 @@ def key_of(text: str, fmt: tuple, scalar_kinds: tuple, options: tuple) -> str | 
     from ..codegen.host import host_id      # the target and llvmlite's version, without llvmlite.binding
     # the size-tier thresholds choose the pipeline (`codegen.engine`): part of what makes the code
     tiers = tuple(os.environ.get(v) for v in ("CTENSOR_LARGE_MODULE", "CTENSOR_HUGE_MODULE"))
-    parts = (_FORMAT.decode(), _fingerprint(), host_id(), tiers,
+    parts = (_FORMAT.decode(), source_fingerprint(), host_id(), tiers,
              " ".join(text.split()), fmt, scalar_kinds, options)
     return digest(repr(parts).encode())[:32]
 
 
 def _seal(key: str, payload: bytes) -> bytes:
-    return _FORMAT + f" {key} {len(payload)} {digest(payload)}\n".encode() + payload
+    return seal(_FORMAT, key, payload)
 
 
 def _open(path: Path, key: str) -> bytes | None:
     """The payload of a sealed file written for `key`, or None if absent or damaged."""
-    try:
-        blob = path.read_bytes()
-    except OSError:
-        return None
-    header, _, payload = blob.partition(b"\n")
-    parts = header.split(b" ")
-    if len(parts) != 4 or parts[0] != _FORMAT or parts[1] != key.encode():
-        return None
-    if parts[2] != str(len(payload)).encode() or parts[3] != digest(payload).encode():
-        return None
-    return payload
+    return unseal(path, _FORMAT, key)
 
 
 def load(key: str):

@@ -29,8 +29,9 @@ holding the PyMethodDef, the PackedCall (argument block, input buffers, output c
 whatever the caller passes as `keep` (the arrays the store addresses point into), so the builtin
 alone keeps everything it reads alive.  Since the code depends only on the shape of the prologue
 (not on addresses or constants), it is compiled once per shape, shared by every entry, and cached on
-disk with the kernels.  The output pointers are read from the cells on every call (the kernel may
-`realloc` its buffers).
+disk with the kernels, keyed by that shape (`codegen.keyed`: a new process loads it without
+emitting it or importing llvmlite).  The output pointers are read from the cells on every call
+(the kernel may `realloc` its buffers).
 
 Layout assumption.  `self`'s data pointer is read at offset `object.__basicsize__`, which is where
 numpy's `PyArray_DATA` (an inline function compiled into every numpy extension, hence part of
@@ -58,10 +59,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..codegen.engine import compile_llvm
+from ..codegen.keyed import compile_keyed
 from ..formats.element import Pattern
 from ..formats.sparse_list import SparseList
-from .pyentry_emit import CAPI, SLOT, emit_entry
+from .pyentry_slots import CAPI, SLOT
 
 METH_FASTCALL = 0x0080
 _DATA_OFFSET = object.__basicsize__
@@ -147,8 +148,7 @@ def native_entry(call, nargs: int, stores=(), checks=(), perm=None, keep=(), rel
     release = None if release is None else _check_cond(release, nargs, consts)
     if any(a <= 0 for a, _ in stores):
         raise ValueError("store addresses must be positive integers")
-    text, base = emit_entry(nargs, stores, checks, consts, output, perm_bits, _DATA_OFFSET, release)
-    (address,), llvm_ir = compile_llvm(text, base, (base,))
+    (address,), llvm_ir = _compiled(nargs, stores, checks, consts, output, perm_bits, release)
 
     n_fixed = len(SLOT)
     slots = np.zeros(n_fixed + len(stores) + len(consts), np.int64)
@@ -168,6 +168,21 @@ def native_entry(call, nargs: int, stores=(), checks=(), perm=None, keep=(), rel
     method = ctx.method = _MethodDef(name, address, METH_FASTCALL, None)
     fn = _new_cfunction(ctypes.addressof(method), np.asarray(ctx), None)
     return NativeEntry(fn, llvm_ir, output)
+
+
+def _compiled(nargs, stores, checks, consts, output, perm_bits, release):
+    """(address, optimised IR) of the entry's code, keyed by what `emit_entry` reads (the code
+    depends on the shape, not on addresses or constant values), so a warm start loads it from
+    the disk cache without emitting it (`codegen.keyed`)."""
+    from ..driver.kernel_store import source_fingerprint       # the emitter's version
+    shape = (nargs, tuple(e for _, e in stores), tuple(checks), len(consts), output, perm_bits, _DATA_OFFSET,
+             release, source_fingerprint())
+
+    def make():
+        from .pyentry_emit import emit_entry
+        text, base = emit_entry(nargs, stores, checks, consts, output, perm_bits, _DATA_OFFSET, release)
+        return text, base, (base,)
+    return compile_keyed(("pyentry",) + shape, make)
 
 
 def _output(call, perm):

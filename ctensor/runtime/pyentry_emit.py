@@ -18,12 +18,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..codegen.llvm_emit import _next_float
-
-CAPI = ("PyFloat_AsDouble", "PyErr_Occurred", "PyErr_Clear", "Py_IncRef", "Py_DecRef",
-        "PyLong_FromSsize_t", "PyObject_Vectorcall", "PyFloat_FromDouble", "PyLong_FromLongLong",
-        "PyBool_FromLong", "PyEval_SaveThread", "PyEval_RestoreThread")
-SLOT = {name: k for k, name in enumerate(CAPI + ("None", "empty", "dtype", "kernel", "block", "out",
-                                                  "idx", "perm", "bound", "busy"))}
+from .pyentry_slots import BASE, CAPI, SLOT
 
 PTR, I64, I32, I8, F64 = ir.PointerType(), ir.IntType(64), ir.IntType(32), ir.IntType(8), ir.DoubleType()
 _VECTORCALL_ARGUMENTS_OFFSET = 1 << 63
@@ -33,7 +28,6 @@ _SIGS = {"PyFloat_AsDouble": (F64, [PTR]), "PyErr_Occurred": (PTR, []), "PyErr_C
          "PyFloat_FromDouble": (PTR, [F64]), "PyLong_FromLongLong": (PTR, [I64]),
          "PyBool_FromLong": (PTR, [I64]), "PyEval_SaveThread": (PTR, []),
          "PyEval_RestoreThread": (ir.VoidType(), [PTR]), "kernel": (I32, [PTR])}
-BASE = "ctensor_pyentry"
 
 
 def emit_entry(nargs, stores, checks, consts, output, perm_bits, data_offset, release=None) -> tuple[str, str]:

@@ -192,6 +192,7 @@ class _Engine:
             directory = objcache.cache_dir()
             got = objcache.read_object(directory, symbol) if directory is not None else None
             ir_source = None if got is None else _lazy_ir(directory, symbol, got[2])
+        got = None
         if symbol not in self.resident:         # (a compile_llvm module's code is here already)
             directory = objcache.cache_dir()
             got = objcache.read_object(directory, symbol) if directory is not None else None
@@ -209,6 +210,10 @@ class _Engine:
             # header names (forged, or a bug): a miss, and not resident, so a compile of this
             # symbol adds its own code
             return None
+        if got is not None:
+            # `load_compiled` comes here when the entry's library is missing or damaged: link it
+            # again, so that the next process starts without llvmlite
+            library.link(directory, symbol, tier, got[0], got[2])
         self.resident[symbol] = tier
         if ir_source is not None:
             self.loaded_ir[symbol] = ir_source

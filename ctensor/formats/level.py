@@ -13,8 +13,10 @@ lifecycle used by the lowering:
   unfurl(ctx, pos, ext, mode)   the looplet nest of fiber `pos` along this level's index
   read_leaf / write_leaf        leaf levels only: read the value / write x = op(x, rhs)
 
-`thaw` is the inverse of freeze; kernels only ever write outputs they declared, so no kernel
-needs it and it is not implemented (a tensor is frozen when the kernel returns).
+`thaw` is the inverse of freeze (Finch §3).  A kernel only writes outputs it declared; an
+accumulating einsum (`Out[...] += expr`) thaws an existing tensor in the runtime instead
+(`runtime.accumulate`): its stored entries are the first pass of the output, the kernel's writes
+the second, and the freeze is the ⊕-merge of the passes (Dense, SparseList, SparseRunList levels).
 """
 from __future__ import annotations
 

@@ -14,7 +14,9 @@ from ..analysis.guards import enabled_by_default
 from ..lang.program import check_order
 from .args import split_args, user_measures
 from .kernel import Kernel
+from .accumulate import split_accumulate
 from .output_format import check_output_shape, output_key
+from ..errors import InvalidProgramError
 
 _CACHE: dict = {}
 # ct.einsum's first look: (text, options, argument names with each tensor's type and format key or
@@ -91,6 +93,9 @@ def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=Fals
     """
     key = _key(text, tensors, semiring, order, out, assume_valid, prove_guards)
     k = _CACHE.get(key)
+    if k is None and "+=" in text and split_accumulate(text):
+        raise InvalidProgramError(f"{text!r}: an accumulating einsum (+=, thaw) runs through ct.einsum(text, "
+                                  f"{text.split('[')[0].strip()}=<tensor>, ...); compile the '=' form instead")
     if k is None:
         from ..driver import compile_kernel       # the driver builds kernels (and imports this package)
         k = _CACHE.setdefault(key, compile_kernel(text, tensors, semiring=semiring, order=order, out=out,
@@ -105,7 +110,17 @@ def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False
 
     Returns a Python scalar for a 0-d output (``s[] = ...``), otherwise a `ct.Tensor`.
     See `compile` for the parameters and errors.
+
+    ``Out[i, ...] += expr`` accumulates into the tensor (or scalar) passed as ``Out=``: the
+    result is ``Out_old ⊕ expr`` with ⊕ the reduction (`semiring=`), in Out's format, returned as
+    a new tensor (Out itself is not modified); Finch §3 thaw, `runtime.accumulate`.
+    ``out=`` a `UniformGrid` with edges over a real SparseList bins the output into its cells
+    (`runtime.grid_output`).
     """
+    if type(text) is str and "+=" in text or out is not None and getattr(getattr(out, "level", out), "tile", False):
+        special = _special_einsum(text, semiring, order, out, assume_valid, prove_guards, tensors)
+        if special is not NotImplemented:
+            return special
     if out is None and type(text) is str:
         try:
             fast = (text, semiring, order if order is None else tuple(order), assume_valid, prove_guards,
@@ -123,6 +138,23 @@ def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False
         return k(**tensors)
     return compile(text, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
                    prove_guards=prove_guards, **tensors)(**tensors)
+
+
+def _special_einsum(text, semiring, order, out, assume_valid, prove_guards, tensors):
+    """An accumulating einsum (`runtime.accumulate`) or a UniformGrid output (`runtime.grid_output`);
+    NotImplemented for any other."""
+    options = dict(semiring=semiring, order=order, out=out, assume_valid=assume_valid, prove_guards=prove_guards)
+    from .accumulate import einsum_accumulate
+    from .grid_output import bin_output, split_grid
+    acc = split_accumulate(text) if isinstance(text, str) else None
+    if acc is not None:
+        return einsum_accumulate(acc[1], acc[0], compile, options, tensors)
+    grid = split_grid(out)
+    if grid is None:
+        return NotImplemented
+    k = compile(text, **{**options, "out": grid[1]}, **tensors)
+    written = k(**tensors)
+    return Tensor.frozen(bin_output(grid[0], written.level, k.es.out), k.es.out)
 
 
 def _arg_key(v):

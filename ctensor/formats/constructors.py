@@ -43,7 +43,7 @@ def _closed_arrays(closed, n):
     return "mixed", le, re
 
 
-def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, merge=False) -> Tensor:
+def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, merge=False, grid=None) -> Tensor:
     """A 1-D piecewise-constant tensor A[x] over a real axis: value k on interval k, `fill` elsewhere.
 
     Parameters
@@ -57,13 +57,18 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
     fill : value outside the intervals (ignored for boolean tensors, whose fill is False).
     sort : sort the intervals by start first.
     merge : for boolean tensors, merge overlapping or touching intervals (as `bedtools merge`).
+    grid : None, int (number of cells) or float array of cell edges — a spatial index: the runs
+        under a UniformGrid, each listed in every cell [e[c], e[c+1]) it meets
+        (`ctensor.formats.grid_intervals`; paper §7.1–7.2).  The tensor denotes the same function.
 
-    Returns a Tensor with format SparseRunList(Element(fill)) or SparseRunList(Pattern()).
+    Returns a Tensor with format SparseRunList(Element(fill)) or SparseRunList(Pattern()), under
+    UniformGrid with `grid`.
 
     Raises
     ------
     FormatError : wrong shape or dtype, NaN, start after end (or an empty half-open interval),
-        intervals out of order or overlapping — closed intervals sharing an endpoint overlap.
+        intervals out of order or overlapping — closed intervals sharing an endpoint overlap; with
+        `grid`, an interval outside the cells (±inf ends) or more entries than the grid allows.
     """
     s, e = real_endpoints(start, end, ("start", "end"))     # float32 pairs stay float32 (read widened)
     if s.shape != e.shape:
@@ -126,6 +131,10 @@ def intervals(start, end, values=None, closed="left", fill=0.0, *, sort=False, m
         lvl = SparseRunList(child, ptr, s, e, closed)
     else:
         lvl = SparseRunList(child, ptr, s, e, None, le, re)
+    if grid is not None:
+        from .grid_intervals import grid_runs
+        lvl.validate(1, "intervals")
+        return Tensor(grid_runs(lvl, grid), name="intervals")
     return Tensor(lvl, name="intervals")
 
 

@@ -17,6 +17,7 @@ and nothing is stored outside [edges[0], edges[n]).  Child position of (fiber p,
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,10 +26,10 @@ from ..extents import Extent, SymLimit, lim_le
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F64, I64, PtrType
-from ..limits import Limit
+from ..limits import Limit, plus_eps
 from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence, Stepper, Thunk
 from .affine import see
-from .level import Level, as_array
+from .level import Level, as_array, closed_eps
 
 
 class UniformGrid(Level):
@@ -81,16 +82,7 @@ class UniformGrid(Level):
         return [self.n, self.edges] + self.child.arrays()
 
     def validate(self, npos, name):
-        e = self.edges
-        if e is None or e.ndim != 1 or len(e) < 2:
-            raise FormatError(f"{name}.edges: a UniformGrid needs at least 2 edges (1 cell)")
-        bad = np.flatnonzero(~np.isfinite(e))
-        if bad.size:
-            raise FormatError(f"{name}.edges[{int(bad[0])}] = {e[bad[0]].item()!r} is not finite")
-        bad = np.flatnonzero(np.diff(e) <= 0)
-        if bad.size:
-            k = int(bad[0]) + 1
-            raise FormatError(f"{name}.edges[{k}] = {e[k].item()!r} is not greater than edges[{k - 1}]")
+        check_edges(self.edges, f"{name}.edges")
         self.child.validate(self.child_count(npos), name)
         self._check_cells(npos, name)
 
@@ -107,18 +99,32 @@ class UniformGrid(Level):
             owner = _entry_owner(lvl, owner, nfib, name)
             nfib = len(owner)
             lvl = lvl.child
-        coords = getattr(lvl, "idx", None)
-        if coords is None or getattr(lvl, "coord", "int") != "real":
-            raise FormatError(f"{name}: a UniformGrid must bin a real coordinate level (SparseList or "
-                              f"SparsePoint), not {type(lvl).__name__}")
+        bounds = stored_bounds(lvl)
+        if bounds is None:
+            raise FormatError(f"{name}: a UniformGrid must bin a real coordinate level (SparseList, SparsePoint, "
+                              f"SparseRunList or SparseInterval), not {type(lvl).__name__}")
         owner = _entry_owner(lvl, owner, nfib, name)
         cell = (owner // inner) % self.n
         lo, hi = self.edges[cell], self.edges[cell + 1]
-        bad = np.flatnonzero((coords < lo) | (coords >= hi))
+        (lv, _), (rv, re) = bounds
+        # an entry [l, r] meets the half-open cell [lo, hi) iff l < hi and r >= lo (r = lo only when
+        # closed there: ε(r) = 0); a pinpoint is the case l = r
+        bad = np.flatnonzero(~((lv < hi) & ((rv > lo) | ((rv == lo) & (re == 0)))))
         if bad.size:
             k = int(bad[0])
-            raise FormatError(f"{name}: coordinate {coords[k].item()!r} (entry {k}) is stored in cell {int(cell[k])} "
-                              f"= [{lo[k].item()!r}, {hi[k].item()!r}) of a UniformGrid")
+            what = (f"coordinate {lv[k].item()!r}" if lv is rv else
+                    f"interval [{lv[k].item()!r}, {rv[k].item()!r}] (ε {int(re[k])} at the end)")
+            raise FormatError(f"{name}: {what} (entry {k}) is stored in cell {int(cell[k])} "
+                              f"= [{lo[k].item()!r}, {hi[k].item()!r}) of a UniformGrid but does not meet it")
+
+    def binned_level(self) -> Level:
+        """The coordinate level of the mode this grid bins (`axis`) below the grid chain."""
+        lvl = self
+        while getattr(lvl, "tile", False):
+            lvl = lvl.child
+        for _ in range(self.axis or 0):
+            lvl = lvl.child
+        return lvl
 
     def cell_of(self, x):
         """Cell holding the coordinate x (a float or Limit), or None outside the grid."""
@@ -133,8 +139,27 @@ class UniformGrid(Level):
         return self.fill if c is None else self.child.eval(pos * self.n + c, coords)
 
     def pieces(self, pos):
+        """The child's pieces of each cell, the binned mode clipped to the cell [e[c], e[c+1]); the
+        parts of one stored interval listed in consecutive cells are joined again, so an interval
+        is reported once (its part in each cell is what `eval` reads there, and a cell edge is no
+        change of value: the counting measure must not see a point [e[c], e[c]] there)."""
+        out, k = [], self.axis
         for c in range(self.n):
-            yield from self.child.pieces(pos * self.n + c)
+            lo, hi = Limit(self.edges[c].item()), Limit(self.edges[c + 1].item(), -1)
+            for coords, v in self.child.pieces(pos * self.n + c):
+                a, z = max(coords[k][0], lo), min(coords[k][1], hi)
+                if a <= z:
+                    out.append((coords[:k], coords[k], coords[k + 1:], v, a, z))
+        out.sort(key=lambda p: (p[0], p[2], p[1], p[4]))
+        joined = []
+        for head, own, tail, v, a, z in out:
+            last = joined[-1] if joined else None
+            if last is not None and last[:4] == (head, own, tail, v) and plus_eps(last[5]) == a:
+                joined[-1] = last[:5] + (z,)
+            else:
+                joined.append((head, own, tail, v, a, z))
+        for head, _, tail, v, a, z in joined:
+            yield head + ((a, z),) + tail, v
 
     def virtualize(self, ctx, name, mode="read"):
         if mode != "read":
@@ -142,14 +167,55 @@ class UniformGrid(Level):
         return VUniformGrid(ctx, self, name)
 
 
+def check_edges(e, name):
+    """FormatError naming `name` and the first bad edge unless `e` is 1-D, finite, strictly
+    increasing, with at least 2 entries."""
+    if e is None or e.ndim != 1 or len(e) < 2:
+        raise FormatError(f"{name}: a UniformGrid needs at least 2 edges (1 cell)")
+    bad = np.flatnonzero(~np.isfinite(e))
+    if bad.size:
+        raise FormatError(f"{name}[{int(bad[0])}] = {e[bad[0]].item()!r} is not finite")
+    bad = np.flatnonzero(np.diff(e) <= 0)
+    if bad.size:
+        k = int(bad[0]) + 1
+        raise FormatError(f"{name}[{k}] = {e[k].item()!r} is not greater than {name}[{k - 1}]")
+
+
 def _entry_owner(lvl, owner, nfib, name):
     """For each entry of `lvl` (whose fibers are 0..nfib-1), the value of `owner` at its fiber."""
     ptr = getattr(lvl, "ptr", None)
     if ptr is not None:
         return np.repeat(owner, np.diff(ptr[:nfib + 1]))
-    if type(lvl).__name__ == "SparsePoint":
+    if type(lvl).__name__ in ("SparsePoint", "SparseInterval"):     # one entry per fiber
         return owner
     raise FormatError(f"{name}: a UniformGrid cannot sit above a {type(lvl).__name__} level")
+
+
+def stored_bounds(lvl):
+    """((left values, left ε), (right values, right ε)) of every entry of a real coordinate level,
+    as arrays (a pinpoint c is [c, c]: the same array twice, ε 0), or None for any other level."""
+    if getattr(lvl, "coord", "int") != "real":
+        return None
+    kind = type(lvl).__name__
+    if kind in ("SparseList", "SparsePoint") and getattr(lvl, "idx", None) is not None:
+        z = np.zeros(len(lvl.idx), np.int8)
+        return (lvl.idx, z), (lvl.idx, z)
+    if kind == "SparseRunList":
+        le, re = lvl.eps_arrays()
+        return (lvl.left, le), (lvl.right, re)
+    if kind == "SparseInterval":
+        le, re = closed_eps(lvl.closed)
+        n = len(lvl.left)
+        return (lvl.left, np.full(n, le, np.int8)), (lvl.right, np.full(n, re, np.int8))
+    return None
+
+
+class Cell(NamedTuple):
+    """The bounds of the cell a grid's child fiber holds (`Fiber.cell`, read by `lower.tile`);
+    `clips`: the binned level stores intervals, which the cell may clip to a point at `lo`."""
+    lo: object
+    stop: object
+    clips: bool = False
 
 
 class VUniformGrid:
@@ -162,6 +228,7 @@ class VUniformGrid:
         self.n = ir.Read(ctx.param(name + "_n", I64, ("shape", lvl, "n")))
         self.edges = ir.Read(ctx.param(name + "_edges", PtrType(F64), ("read", lvl, "edges")))
         self.child = lvl.child.virtualize(ctx, name + "g", "read")
+        self.clips = type(lvl.binned_level()).__name__ in ("SparseRunList", "SparseInterval")
 
     view = None          # a CoordView (a > 0 only) when the binned mode is read through an affine index
 
@@ -228,7 +295,7 @@ class VUniformGrid:
 
         stepper = Stepper(seek=seek, preamble=step_preamble, stop=lambda ctx: st["stop"],
                           chunk=lambda ctx: Run(Fiber(self.child, ctx.let(b.add(st["base"], st["cv"]), nm + "_q"),
-                                                      cell=(st["lo"], st["stop"]))),
+                                                      cell=Cell(st["lo"], st["stop"], self.clips))),
                           next=nxt, stop_eps=-1)
         return Thunk(cells_between_fills(stepper, self.fill, st), preamble=preamble)
 

@@ -46,6 +46,7 @@ class Context:
         self.pin_cuts: dict = {}
         self.run_levels: dict = {}      # real index -> names of accesses of outer run-list levels
         self.grid_tensors: frozenset = frozenset()     # names of tensors stored under UniformGrid levels
+        self.cell_starts: dict = {}     # binned index -> SymLimits of the current cells' lower edges (`lower.tile`)
 
     @contextmanager
     def pinning(self, idx: str, sure):

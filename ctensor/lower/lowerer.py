@@ -25,7 +25,7 @@ from .simplify import MAYBE, PRESENT, TRACKED, simplify
 from .hoist import hoist_factors
 from .user_reduction import collapse_user, needs_points
 from ..lang.semiring import describe
-from .tile import lower_piece
+from .tile import cell_point, lower_piece
 
 
 def lower(ctx, node):
@@ -190,7 +190,7 @@ def collapse(ctx, loop: Loop):
             if m == "counting":
                 if ext.continuous:
                     _refuse_slice_dependent(ctx, idx, ext, a2)
-                    return Sieve(ext.finite_pinpoint(), _pinned(ctx, idx, a2))
+                    return Sieve(b.land(ext.finite_pinpoint(), cell_point(ctx, idx, ext)), _pinned(ctx, idx, a2))
                 n = weight("count", ext.length)
                 return a2.with_(rhs=Call("*", (Count(n, "int"), a.rhs)))
             raise InvalidProgramError("the boolean measure needs an idempotent reduction (or, min, max)")
@@ -198,7 +198,7 @@ def collapse(ctx, loop: Loop):
             return Sieve(ext.positive_length(), a2)
         if m == "counting" and ext.continuous:
             _refuse_slice_dependent(ctx, idx, ext, a2)
-            return Sieve(ext.finite_pinpoint(), _pinned(ctx, idx, a2))
+            return Sieve(b.land(ext.finite_pinpoint(), cell_point(ctx, idx, ext)), _pinned(ctx, idx, a2))
         return a2                          # boolean measure: the extent is non-empty here
 
     # the loops of a tile loop's body run over this piece of it (`lower.tile`)

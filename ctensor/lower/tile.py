@@ -29,10 +29,12 @@ those indices are reduction indices (not output indices) and consecutive in the 
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import reduce
 
 from ..errors import InvalidProgramError
-from ..extents import Extent, lim_le
+from ..extents import Extent, lim_eq, lim_le
 from ..ir import build as b
 from ..looplets.nodes import Fiber
 from .notation import Block, Loop, Sieve, map_accesses, walk_accesses
@@ -161,6 +163,42 @@ def lower_piece(ctx, body, tile: str, ext: Extent, lower):
     idx = tile[:-len(SUFFIX)] if tile.endswith(SUFFIX) else None
     cells = {id(a) for a in walk_accesses(body)
              if isinstance(a.tns, Fiber) and a.tns.cell is not None and idx in a.idxs}
+    edges = [a.tns.cell[0] for a in walk_accesses(body) if id(a) in cells and getattr(a.tns.cell, "clips", False)]
+    with _cell_starts(ctx, idx, edges):
+        _lower_piece(ctx, body, tile, ext, lower, idx, cells)
+
+
+@contextmanager
+def _cell_starts(ctx, idx, edges):
+    """Scope in which `ctx.cell_starts[idx]` also holds the lower edges of the cells being read."""
+    stack = ctx.cell_starts.setdefault(idx, [])
+    n = len(stack)
+    stack.extend(edges)
+    try:
+        yield
+    finally:
+        del stack[n:]
+
+
+def cell_point(ctx, idx: str, ext: Extent):
+    """i1: may the pinpoint `ext` of the binned index `idx` count under the counting measure?
+
+    Inside a cell [e, e'), a stored run [a, e] with a < e (listed in every cell it meets) is
+    clipped to the point [e, e]: a point of the loop's extent, not of the tensor's partition (the
+    run goes on to the left, and a cell edge is no change of value).  A point at a cell's lower
+    edge counts only where some access's own piece starts there (`Context.pin_cuts`: a stored
+    point, a run starting at e, another tensor's bound); elsewhere every point of the extent was
+    cut by the accesses themselves.  Paper §4.2 (Fig. 5: the partition the tensors cut), §7.1."""
+    los = ctx.cell_starts.get(idx)
+    if not los or not ext.continuous:
+        return b.TRUE
+    at_edge = reduce(b.lor, [lim_eq(ext.start, lo) for lo in los], b.FALSE)
+    cut = reduce(b.lor, [lim_eq(lim, ext.start) for _, side, lim in ctx.pin_cuts.get(idx, []) if side == "start"],
+                 b.FALSE)
+    return b.lor(b.lnot(at_edge), cut)
+
+
+def _lower_piece(ctx, body, tile, ext, lower, idx, cells):
     # the whole-cell version only at the innermost tile loop: one per binned axis doubled the body
     # d times (8 copies for KPConv's 3-D grid: 2.6 s of O3 against 0.9 s), for ~4% on large boxes
     if not cells or _has_tile_loop(body):
@@ -169,7 +207,7 @@ def lower_piece(ctx, body, tile: str, ext: Extent, lower):
     whole = b.TRUE
     for a in walk_accesses(body):
         if id(a) in cells:
-            lo, hi = a.tns.cell
+            lo, hi = a.tns.cell[:2]
             whole = b.land(whole, b.land(lim_le(ext.start, lo), lim_le(hi, ext.stop)))
 
     def version(cover):

@@ -60,9 +60,12 @@ def link(directory: Path, symbol: str, tier: str, obj: bytes, ir_digest: str) ->
         return
     t = threading.Thread(target=_link, args=(directory, symbol, tier, obj, ir_digest),
                          name=f"ctensor-link-{symbol}", daemon=False)
-    with _LOCK:
+    with _LOCK:                  # started under the lock: `wait` never joins an unstarted thread
+        try:
+            t.start()
+        except RuntimeError:     # no thread to spare (or the interpreter is exiting): no library
+            return
         _PENDING.add(t)
-    t.start()
 
 
 def wait() -> None:
@@ -188,7 +191,8 @@ def load(directory: Path | None, symbol: str, names=("", "_packed")):
         addresses = tuple(ctypes.cast(getattr(lib, symbol + n), ctypes.c_void_p).value for n in names)
     except AttributeError:              # the verified library does not define them: a miss
         return None
-    return addresses, hit[1], hit[2], hit[3]
+    # the .ll is read (and checked against its digest) where the caller's cache is now, if set
+    return addresses, hit[1], hit[2], directory or hit[3]
 
 
 __all__ = ["link", "load", "wait", "present", "linker", "FORMAT"]

@@ -138,13 +138,35 @@ def test_sparse_point_integer_ids(semiring):
         ct.einsum(text, T=T, semiring=semiring, out=ct.Dense(ct.SparsePoint(ct.Element(fill), shape=3)))
 
 
-def test_sparse_point_refusals():
-    """A real SparsePoint cannot hold an empty fiber (a stored point cuts the counting partition),
-    and an integer SparseInterval is not an output format."""
+def test_sparse_point_empty_fiber_and_a_merged_output():
+    """A real SparsePoint cannot hold an empty fiber (a stored point cuts the counting partition);
+    a revisited output (a sum over ids, merged by the runtime) narrows after the merge."""
     P = ct.points(np.array([[1.0]]))
     W = ct.intervals([5.0], [6.0])
     with pytest.raises(ct.FormatError, match="C's fiber 0 is empty.*use SparseList"):
         ct.einsum("C[x] = P[x, j] * W[x] * d(j; counting)", P=P, W=W, out=ct.SparsePoint(ct.Element(0.0)))
-    M = ct.Tensor(ct.Dense(ct.Element(0)), data=np.array([1, 1, 0]))
-    with pytest.raises(ct.InvalidProgramError, match="integer SparseInterval"):
-        ct.einsum("C[i] = M[i]", M=M, out=ct.SparseInterval(ct.Element(0), shape=3))
+    T = ct.Tensor(ct.Dense(ct.SparsePoint(ct.Element(0.0, val=[1.0, 2.0, 4.0]), idx=[1.5, 1.5, 1.5]), 3))
+    text = "C[x] = T[i, x] * d(i; counting)"
+    got = ct.einsum(text, T=T, out=ct.SparsePoint(ct.Element(0.0)))
+    assert got.pieces() == ct.einsum(text, T=T).pieces() == [(((Limit(1.5), Limit(1.5)),), 7.0)]
+    T2 = ct.Tensor(ct.Dense(ct.SparsePoint(ct.Element(0.0, val=[1.0, 2.0]), idx=[1.5, 2.5]), 2))
+    with pytest.raises(ct.FormatError, match=r"C's fiber 0 holds 2 entries \(1.5, 2.5\)"):
+        ct.einsum(text, T=T2, out=ct.SparsePoint(ct.Element(0.0)))
+
+
+@pytest.mark.parametrize("closed", CLOSED)
+def test_integer_sparse_interval(closed):
+    """An integer SparseInterval holds one range of consecutive ids of one value per fiber (an
+    empty range where a row is all fill); other rows raise FormatError naming the row."""
+    m = np.array([[0, 5, 5], [0, 0, 0], [7, 0, 0], [2, 2, 2]])
+    M = ct.Tensor(ct.Dense(ct.Dense(ct.Element(0)), 4), data=m)
+    fmt = ct.Dense(ct.SparseInterval(ct.Element(0), shape=3, closed=closed))
+    got = ct.einsum("C[i, j] = M[i, j]", M=M, out=fmt)
+    np.testing.assert_array_equal(got.to_numpy(), m)
+    ref = oracle("C[i, j] = M[i, j]", M=M)
+    assert all(got[i, j] == ref.at(i, j) for i in range(4) for j in range(3))
+    assert ct.einsum("s[] = C[i, j] * d(i, j; counting, counting)", C=got) == m.sum()
+    for row, why in (([5, 4, 0], r"ids 0 and 1 \(values 5, 4\).*values differ"), ([5, 0, 5], "ids 0 and 2.*ids differ")):
+        M2 = ct.Tensor(ct.Dense(ct.Dense(ct.Element(0)), 4), data=np.array([m[0], row, m[2], m[3]]))
+        with pytest.raises(ct.FormatError, match=r"C's fiber 1 \(C\[1, :\]\) holds " + why):
+            ct.einsum("C[i, j] = M[i, j]", M=M2, out=fmt)

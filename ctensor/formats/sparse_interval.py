@@ -168,13 +168,13 @@ class SparseInterval(Level):
 
     def virtualize(self, ctx, name, mode="read"):
         if mode != "read":
+            # an output is written as a SparseRunList fiber (runs coalesced as written), or on an
+            # integer axis as a SparseList of ids; the runtime keeps the one run (the one range
+            # of consecutive ids of one value) after checking, or raises FormatError naming the
+            # fiber (`runtime.narrow_output`)
             if self.coord == "int":
-                from ..errors import InvalidProgramError
-                raise InvalidProgramError("an integer SparseInterval (shape=) cannot be an output format; "
-                                          "use SparseList(..., shape=n) or Dense")
-            # an output is written as a SparseRunList fiber (runs coalesced as written); the
-            # runtime keeps the endpoints after checking each fiber holds one run, or raises
-            # FormatError naming the fiber (`runtime.narrow_output`)
+                from .sparse_list import VSparseList
+                return VSparseList(ctx, self, name, mode)
             from .sparse_run_list import VSparseRunList
             return VSparseRunList(ctx, self, name, mode)
         return VSparseInterval(ctx, self, name)

@@ -2,7 +2,8 @@
 `SparseInterval` (one interval per fiber).
 
 A kernel writes such an output level as its many-entry sibling (`SparsePoint` as a `SparseList`,
-`SparseInterval` as a `SparseRunList`: the same appending writer, buffers `ptr` and coordinates;
+`SparseInterval` as a `SparseRunList`, an integer one as a `SparseList` of ids whose fiber must
+be one range of consecutive ids of one value: the same appending writer, buffers `ptr` and coordinates;
 `VSparsePoint`/`VSparseInterval` have no writer of their own).  After the call, this module keeps
 the coordinates and drops `ptr` once it has checked that every fiber holds exactly the one entry
 the format stores: a fiber with two entries (two pinpoints, or two runs whose values differ or that
@@ -28,7 +29,7 @@ import numpy as np
 
 from ..errors import FormatError
 from ..formats.dense import Dense
-from ..formats.element import Element
+from ..formats.element import Element, Pattern
 from ..formats.level import CLOSED, DefaultClosed
 from ..formats.sparse_interval import SparseInterval
 from ..formats.sparse_point import SparsePoint
@@ -69,12 +70,8 @@ def _empty_fibers(ptr, out, fmt, shapes):
 def to_sparse_point(fmt: SparsePoint, written, out: str, shapes=None) -> SparsePoint:
     """The SparsePoint output from the SparseList `written` by the kernel (same buffers)."""
     ptr, idx, child = written.ptr, written.idx, written.child
-    if fmt.coord == "int" and isinstance(child, Element) and (child.val == child.fill).any():
-        # a written id holding the fill (a Dense input's zero) is no entry on an integer axis
-        keep = child.val != child.fill
-        fib = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))[keep]
-        ptr = np.concatenate([[0], np.cumsum(np.bincount(fib, minlength=len(ptr) - 1))]).astype(np.int64)
-        idx, child = idx[keep], child.frozen(child.val[keep])
+    if fmt.coord == "int":
+        ptr, idx, child = _drop_fill_ids(ptr, idx, child)
     _one_per_fiber(ptr, out, fmt, shapes, lambda q: repr(idx[q].item()))
     counts = np.diff(ptr)
     if (counts == 0).any():
@@ -88,6 +85,53 @@ def to_sparse_point(fmt: SparsePoint, written, out: str, shapes=None) -> SparseP
         val[has] = child.val[ptr[:-1][has]]
         idx, child = full_idx, child.frozen(val)
     return SparsePoint(child, idx=idx, shape=fmt.shape)
+
+
+def _drop_fill_ids(ptr, idx, child):
+    """A written id holding the fill (a Dense input's zero) is no entry on an integer axis: the
+    (ptr, idx, child) without them."""
+    if not isinstance(child, Element) or not (child.val == child.fill).any():
+        return ptr, idx, child
+    keep = child.val != child.fill
+    fib = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))[keep]
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(fib, minlength=len(ptr) - 1))]).astype(np.int64)
+    return ptr, idx[keep], child.frozen(child.val[keep])
+
+
+def to_int_interval(fmt: SparseInterval, written, out: str, shapes=None) -> SparseInterval:
+    """The integer SparseInterval output from the id SparseList `written` by the kernel: each
+    fiber's ids must be consecutive and hold one value (its child slot holds one value for the
+    whole range); an empty fiber is the empty range, holding the fill."""
+    ptr, idx, child = _drop_fill_ids(written.ptr, written.idx, written.child)
+    if not isinstance(child, (Element, Pattern)):
+        raise FormatError(f"out= {fmt.format_str()}: an integer SparseInterval output needs an Element or "
+                          f"Pattern child (one value per range), got {child.format_str()}")
+    npos = len(ptr) - 1
+    fib = np.repeat(np.arange(npos), np.diff(ptr))
+    same = fib[1:] == fib[:-1]
+    gap = same & (idx[1:] != idx[:-1] + 1)
+    if isinstance(child, Element):
+        gap |= same & (child.val[1:] != child.val[:-1])
+    bad = np.flatnonzero(gap)
+    if bad.size:
+        k = int(bad[0])
+        what = "ids" if idx[k + 1] != idx[k] + 1 else "values"
+        vals = "" if isinstance(child, Pattern) else f" (values {child.val[k].item()!r}, {child.val[k + 1].item()!r})"
+        raise FormatError(f"out= {fmt.format_str()}: {fiber_name(out, int(fib[k]), shapes)} holds ids "
+                          f"{int(idx[k])} and {int(idx[k + 1])}{vals}, but an integer SparseInterval stores one "
+                          f"range of consecutive ids of one value per fiber ({what} differ); use SparseList")
+    counts = np.diff(ptr)
+    has = counts > 0
+    lo = np.zeros(npos, np.int64)
+    lo[has] = idx[ptr[:-1][has]]
+    hi = lo - 1                                     # inclusive; the empty range where nothing is stored
+    hi[has] = idx[ptr[1:][has] - 1]
+    le, re = CLOSED[fmt.closed]
+    if isinstance(child, Element):
+        val = np.full(npos, child.fill, child.val.dtype)
+        val[has] = child.val[ptr[:-1][has]]
+        child = child.frozen(val)
+    return SparseInterval(child, left=lo - le, right=hi - re, closed=fmt.closed, shape=fmt.shape)
 
 
 def to_sparse_interval(fmt: SparseInterval, written, out: str, shapes=None) -> SparseInterval:

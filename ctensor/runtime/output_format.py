@@ -15,7 +15,7 @@ from ..formats.sparse_point import SparsePoint
 from ..formats.sparse_run_list import SparseRunList
 from .buffers import adopt_array
 from .merge_output import merge_level, store_closed
-from .narrow_output import dense_shapes, to_sparse_point, to_sparse_interval
+from .narrow_output import dense_shapes, to_int_interval, to_sparse_interval, to_sparse_point
 
 
 NP_DTYPE = {"bool": np.bool_, "int": np.int64, "float": np.float64}
@@ -112,7 +112,8 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
             return _byte_map(lvl, build, cell, shape_of(depth), depth, npos)
         ptr = adopt_array(cell("ptr"), npos + 1, np.int64)
         nnz = int(ptr[-1])
-        if isinstance(lvl, (SparseList, SparsePoint)):     # a SparsePoint is written as a SparseList
+        if isinstance(lvl, (SparseList, SparsePoint)) or isinstance(lvl, SparseInterval) and lvl.coord == "int":
+            # a SparsePoint, an integer SparseInterval is written as a SparseList (`narrow_output`)
             idx = adopt_array(cell("idx"), nnz, np.float64 if lvl.coord == "real" else np.int64)
             shape = shape_of(depth) if lvl.coord == "int" else None
             out = SparseList(build(lvl.child, depth + 1, nnz), ptr, idx, shape=shape, real=lvl.coord == "real")
@@ -120,6 +121,8 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
             if isinstance(lvl, SparsePoint):
                 return to_sparse_point(SparsePoint(lvl.child, shape=shape), out, es.out,
                                        dense_shapes(fmt, depth, shape_of))
+            if isinstance(lvl, SparseInterval):
+                return to_int_interval(lvl, out, es.out, dense_shapes(fmt, depth, shape_of))
             return out
         if isinstance(lvl, (SparseRunList, SparseInterval)):   # a SparseInterval as a SparseRunList
             arrs = {a: adopt_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),

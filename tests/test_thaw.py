@@ -114,4 +114,22 @@ def test_uniform_grid_output():
     with pytest.raises(ct.InvalidProgramError, match="needs its edges"):
         ct.einsum(text, P=P, W=W, out=ct.UniformGrid(ct.SparseList(ct.Element(0.0))))
     with pytest.raises(ct.InvalidProgramError, match="over a real SparseList"):
-        ct.einsum(text, P=P, W=W, out=ct.UniformGrid(ct.SparseRunList(ct.Element(0.0)), edges=edges))
+        ct.einsum(text, P=P, W=W, out=ct.UniformGrid(ct.SparseInterval(ct.Element(0.0)), edges=edges))
+
+
+@settings(max_examples=25)
+@given(interval_tensor(allow_inf=False), interval_tensor(allow_inf=False), st.integers(1, 6))
+def test_uniform_grid_over_runs_output(A, B, ncells):
+    """out=UniformGrid(SparseRunList) with edges: each run of the result listed in every cell it
+    meets; the same values at every probe as the unbinned result, the same integral."""
+    text = "C[x] = A[x] * B[x]"
+    edges = np.linspace(-7.0, 13.0, ncells + 1)
+    want = ct.einsum(text, A=A, B=B)
+    got = ct.einsum(text, A=A, B=B, out=ct.UniformGrid(ct.SparseRunList(ct.Element(0.0)), edges=edges))
+    assert isinstance(got.level, ct.UniformGrid)
+    for p in probes(breakpoints_1d(A, B, want)):
+        assert got[p] == want[p], p
+    integral = "s[] = C[x] * d(x; lebesgue)"
+    assert ct.einsum(integral, C=got) == pytest.approx(ct.einsum(integral, C=want))
+    with pytest.raises(ct.FormatError, match="not inside the grid's cells"):    # runs to ±inf
+        ct.einsum("C[x] = A[x] + 1", A=A, out=ct.UniformGrid(ct.SparseRunList(ct.Element(0.0)), edges=edges))

@@ -8,17 +8,22 @@ per cell, no entry moved).  The edges are the call's (`out=`'s), never part of t
 kernel is compiled for the level below the grid, so one kernel serves any edges.
 
 Supported: one UniformGrid at the top of `out=`, with `edges` given, over a real SparseList
-(pinpoints; continuous paper §7.1, the spatial index as a format).  Refused with
-InvalidProgramError: no edges, a chain of grids, a grid over any other level (a run list's runs
-would be listed in every cell they meet: not built here).  A result with a coordinate outside
-[edges[0], edges[n]) raises FormatError naming it (a grid stores nothing outside its cells).
+(pinpoints; continuous paper §7.1, the spatial index as a format) or over a SparseRunList holding
+the leaf (each run listed in every cell it meets with its own endpoints,
+`formats.grid_intervals.grid_runs`, as `ct.intervals(..., grid=)` builds a track).  Refused with
+InvalidProgramError: no edges, a chain of grids, a grid over any other level.  A result with a
+coordinate or run outside [edges[0], edges[n]) raises FormatError naming it (a grid stores
+nothing outside its cells; a run list output's fill regions ±inf often are: bin a product with a
+bounded factor).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import FormatError, InvalidProgramError
+from ..formats.grid_intervals import grid_runs
 from ..formats.sparse_list import SparseList
+from ..formats.sparse_run_list import SparseRunList
 from ..formats.uniform_grid import UniformGrid
 
 
@@ -31,10 +36,11 @@ def split_grid(out):
     if lvl.edges is None:
         raise InvalidProgramError("out= UniformGrid(...) needs its edges (edges=...): the cells the output is "
                                   "binned into")
-    if not (isinstance(lvl.child, SparseList) and lvl.child.coord == "real"):
+    c = lvl.child
+    if not (isinstance(c, SparseList) and c.coord == "real" or isinstance(c, SparseRunList) and c.child.is_leaf):
         raise InvalidProgramError(f"out= {lvl.format_str()}: a UniformGrid output is built over a real SparseList "
-                                  "(pinpoints) only; write the result in SparseList/SparseRunList and bin it "
-                                  "when reading")
+                                  "(pinpoints) or a SparseRunList holding the leaf only (one grid, binning the "
+                                  "first mode)")
     e = lvl.edges
     if len(e) < 2 or not np.isfinite(e).all() or (np.diff(e) <= 0).any():
         raise FormatError("out= UniformGrid: edges must be at least 2 finite, strictly increasing values")
@@ -42,7 +48,14 @@ def split_grid(out):
 
 
 def bin_output(grid: UniformGrid, written, out: str) -> UniformGrid:
-    """The UniformGrid over `written` (a one-fiber real SparseList, the kernel's output)."""
+    """The UniformGrid over `written` (a one-fiber real SparseList or SparseRunList, the kernel's
+    output)."""
+    if isinstance(written, SparseRunList):
+        # every run listed in every cell it meets, with its own endpoints (`formats.grid_intervals`);
+        # FormatError naming a run outside the cells
+        g = grid_runs(written, grid.edges)
+        g.axis = 0
+        return g
     e, idx = grid.edges, written.idx
     cell = np.searchsorted(e, idx, side="right") - 1
     bad = np.flatnonzero((cell < 0) | (cell >= len(e) - 1))

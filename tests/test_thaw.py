@@ -62,6 +62,18 @@ def test_accumulate_dense_and_ids_with_a_reduction(semiring):
         np.testing.assert_array_equal(C.to_numpy(), c)
 
 
+def test_accumulate_user_semiring():
+    """Log-sum-exp as a user ⊕ (`ct.Semiring`): C_old ⊕ result by the same ⊕ in numpy."""
+    lse = ct.Semiring("max(a, b) + log(1 + exp(min(a, b) - max(a, b)))", zero=-math.inf, name="lse")
+    m = np.array([[0.0, 1.0], [2.0, -math.inf], [-math.inf, -math.inf]])
+    c = np.array([0.5, -math.inf, 3.0])
+    M = ct.Tensor(ct.Dense(ct.Dense(ct.Element(-math.inf)), 3), data=m)
+    C = ct.Tensor(ct.Dense(ct.Element(-math.inf)), data=c)
+    got = ct.einsum("C[i] += M[i, j] * d(j; counting)", C=C, M=M, semiring=lse).to_numpy()
+    want = np.logaddexp(c, np.logaddexp.reduce(m, axis=1))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_accumulate_pinpoints_scalars_and_reading_the_old_value():
     P = ct.Tensor(ct.SparseList(ct.Element(0.0, val=[1.0, 2.0]), ptr=[0, 2], idx=[0.5, 1.5]))
     Q = ct.Tensor(ct.SparseList(ct.Element(0.0, val=[10.0, 20.0]), ptr=[0, 2], idx=[1.5, 3.0]))

@@ -15,7 +15,8 @@ pinpoints) or SparseRunList, over an Element or Pattern leaf.  Refused with Inva
 SparsePoint and SparseInterval (a ⊕ may leave two entries in a fiber, which they cannot hold),
 UniformGrid, UnitCells, SparseByteMap and sparse levels above others.
 
-The call **returns a new tensor** (or Python scalar for `s[] += ...`); the user's C is not
+The result has Out's levels (a run list homogeneous when every finite endpoint of the merged
+runs has one closedness, else with Limit endpoints).  The call **returns a new tensor** (or Python scalar for `s[] += ...`); the user's C is not
 modified: a `ct.Tensor` is immutable once built (kernels cache its format key and data facts, and
 threads may be reading it), so an in-place update would break every reader.  C's fill must be ⊕'s
 identity, as for any `out=` (InvalidProgramError otherwise); C's integer shapes must equal the

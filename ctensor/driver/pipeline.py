@@ -8,7 +8,10 @@
     ──► Kernel (runtime: the artifact and its call)
 
 with the on-disk kernel cache (`kernel_store`) in front: a kernel compiled before, in this
-process or another, is loaded without any of the stages.
+process or another, is loaded without any of the stages.  It is looked up first by the request as
+made, before the text rewrites (`grid_offsets`, `dense_split`, which parse the text), and its
+machine code comes from the entry's shared library (`codegen.library`): a warm start imports
+neither the stages nor llvmlite (issue 27 item 5: ready in a few ms).
 """
 from __future__ import annotations
 

@@ -35,7 +35,8 @@ def compile_keyed(parts, make, opt: int = 3) -> tuple:
     directory = objcache.cache_dir()
     got = _load(directory, key) if directory is not None else None
     if got is None:
-        from .engine import compile_llvm, symbol_of
+        from .compiled import symbol_of
+        from .engine import compile_llvm
         from .tiers import tier_of
         text, base, names = make()
         got = compile_llvm(text, base, names, opt)

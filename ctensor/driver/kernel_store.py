@@ -7,7 +7,7 @@ version, the size-tier thresholds and a fingerprint of ctensor's own source file
 compiler never reuses an old entry).  An entry is `k_<key>.spec`: a header (format tag, key,
 length, sha256) and the pickled `KernelSpec`, whose `symbol` names the object code the codegen
 engine caches beside it
-(`codegen.engine.load_compiled`); `k_<key>.fn`, sealed alike, holds the pickled IR function,
+(`codegen.load_compiled`); `k_<key>.fn`, sealed alike, holds the pickled IR function,
 checked on load and unpickled only when `Kernel.fn` / `Kernel.ir` is asked for.  `k_<key>.ref`,
 sealed alike, holds another key: the driver keys a request as made (`alias`), before the rewrites
 that parse its text (`driver.grid_offsets`, `driver.dense_split`), so a warm start skips them.

@@ -196,3 +196,44 @@ def test_load_paths_are_unique_in_a_process(filled):
     assert not list(d.glob(".*.so"))          # the load copies are removed once loaded
     for s in set(symbols) - before:
         library._LOADED.pop(s, None)
+
+
+def test_keyed_module_is_found_by_its_key_and_a_damaged_record_is_a_miss(tmp_path, monkeypatch):
+    """`codegen.keyed` (native entries): the second request loads the module through its record and
+    library without making the text; a damaged record makes it again."""
+    import ctypes
+    from ctensor.codegen import keyed, library
+    monkeypatch.setenv("CTENSOR_CACHE_DIR", str(tmp_path))
+    text = 'define i64 @"kt_base"(i64 %x) {\n  %y = add i64 %x, 7\n  ret i64 %y\n}\n'
+    calls = []
+
+    def make():
+        calls.append(1)
+        return text, "kt_base", ("kt_base",)
+
+    def value(addresses):
+        return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(addresses[0])(35)
+
+    got, llvm_ir = keyed.compile_keyed(("test_keyed", 1), make)
+    assert value(got) == 42 and "define" in llvm_ir and len(calls) == 1
+    library.wait()
+    (record,) = tmp_path.glob("m_*.sym")
+    keyed._MEMO.clear()
+    got, llvm_ir = keyed.compile_keyed(("test_keyed", 1), make)
+    assert value(got) == 42 and "define" in llvm_ir and len(calls) == 1
+    record.write_bytes(record.read_bytes()[:-4])
+    keyed._MEMO.clear()
+    got, _ = keyed.compile_keyed(("test_keyed", 1), make)
+    assert value(got) == 42 and len(calls) == 2
+    keyed._MEMO.clear()
+
+
+def test_host_id_without_proc_cpuinfo_uses_llvm(monkeypatch):
+    """Where /proc/cpuinfo is unreadable the host is named by LLVM's CPU name and features."""
+    from ctensor.codegen import host
+    monkeypatch.setattr(host, "_cpuinfo", lambda: None)
+    monkeypatch.setattr(host, "_ID", None)
+    fallback = host.host_id()
+    monkeypatch.setattr(host, "_ID", None)
+    monkeypatch.undo()
+    assert len(fallback) == 32 and fallback != host.host_id()

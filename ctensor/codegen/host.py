@@ -47,7 +47,12 @@ def host_id() -> str:
                     from .engine import get_engine
                     eng = get_engine()
                     info = f"llvm {eng.cpu} {eng.features}".encode()
-                _ID = digest(b"\0".join((os.uname().machine.encode(), llvmlite.__version__.encode(), info)))[:32]
+                if hasattr(os, "uname"):
+                    machine = os.uname().machine
+                else:                               # Windows
+                    import platform
+                    machine = platform.machine()
+                _ID = digest(b"\0".join((machine.encode(), llvmlite.__version__.encode(), info)))[:32]
     return _ID
 
 

@@ -123,6 +123,40 @@ def _check_counting(plan, binned, tensors, depth):
                 f"of the product with fill 0 under + or or: the other tensors' pinpoints would count where {name} "
                 f"is its fill, which the tile loops do not lower (not supported yet); store {name} without grid "
                 f"levels (ct.points(..., grid=None)) for this program")
+    _check_counting_intervals(plan, binned, tensors, depth)
+
+
+def _check_counting_intervals(plan, binned, tensors, depth):
+    """Under the counting measure on an index binned by a grid over an interval level, that grid
+    tensor must be the only access reading the index.  A run [a, c] with a < c, listed in the cell
+    [c, ..) it meets in one point, is clipped there to the point {c}, which counts only where
+    another tensor's piece changes just left of c (paper Fig. 5); the inner loop sees the bounds
+    of the pieces it lowers (`cell_point`), but not whether another tensor, read at the tile loop,
+    ended a piece at c⁻ (a run ending there, the gap before a stored point).  Alone, the grid
+    tensor's own bounds decide (`cell_point`); otherwise refused rather than answered wrong."""
+    from ..lang.program import accesses
+    counted = {i for i in binned if plan.measures.get(i) == "counting"}
+    clipped = [name for name in depth
+               if any(binned[lv.axis] in counted and type(lv.binned_level()).__name__ in CLIPS
+                      for lv in tensors[name].levels()[:depth[name]])]
+    for name in clipped:
+        for acc in accesses(plan.rhs):
+            if acc.tensor != name and counted & set(_index_names(acc)):
+                idx = sorted(counted & set(_index_names(acc)))[0]
+                raise InvalidProgramError(
+                    f"{name} is stored as intervals under UniformGrid levels and the counting measure is on its "
+                    f"binned index {idx!r}, which {acc.tensor} reads too: where a cell edge meets one of "
+                    f"{acc.tensor}'s bounds the tile loops cannot tell a pinpoint from a run clipped by the cell "
+                    f"(not supported yet); store {name} without grid levels for this program, or use the "
+                    f"lebesgue or boolean measure")
+
+
+CLIPS = ("SparseRunList", "SparseInterval")     # binned levels whose entries a cell clips (`cell_point`)
+
+
+def _index_names(acc):
+    """The index names an access reads (every index of an affine dimension, `A[x + y]`)."""
+    return [i for d in acc.dims for i in d.indices]
 
 
 def tile_access_idxs(tiling: Tiling, tensor: str, idxs: tuple) -> tuple:

@@ -10,8 +10,8 @@ turns into load-time relocations of the text (DT_TEXTREL; where the system forbi
 fails and is a miss).  Position-independent code was tried: LLVM 22's large-model PIC
 miscompiled a genomics kernel (its output buffer check failed), and small/medium PIC would put
 MCJIT's separately mapped sections under ±2 GB relocations.  The link runs in a background thread
-(non-daemon: an exiting process finishes its links first), so a cold compile does not wait for
-it; `wait()` joins pending links.
+(non-daemon: an exiting process finishes its links first) at the lowest CPU priority, so a cold
+compile neither waits for it nor competes with it; `wait()` joins pending links.
 
 An entry is two files: ``<symbol>.so`` (the ELF library as the linker wrote it, renamed into
 place) and ``<symbol>.lib``, written after it: ``FORMAT``, then ``<symbol> <tier> <size> <sha256
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -83,6 +84,7 @@ def _link(directory, symbol, tier, obj, ir_digest):
     import subprocess              # the cold path only: a warm start imports neither
     import tempfile
     try:
+        _lower_priority()
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=directory, prefix=".link-") as tmp:
             o, so = os.path.join(tmp, "k.o"), os.path.join(tmp, "k.so")
@@ -104,6 +106,17 @@ def _link(directory, symbol, tier, obj, ir_digest):
     finally:
         with _LOCK:
             _PENDING.discard(threading.current_thread())
+
+
+def _lower_priority():
+    """Run this thread, and the linker it starts, at the lowest CPU priority: on a busy machine the
+    link waits, not the compiles (Linux sets nice values per thread, and a child inherits its
+    thread's)."""
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (OSError, AttributeError):
+            pass
 
 
 def present(directory: Path, symbol: str) -> bool:

@@ -226,6 +226,28 @@ def test_sparse_interval_under_a_grid():
         same(text, sr, {"G": G}, flat, B=B)
 
 
+def test_a_2d_grid_over_two_run_list_levels():
+    """A rectangle [0.5, 1.5]² listed in the 4 cells of a 2 x 2 grid (UniformGrid(UniformGrid(
+    SparseRunList(SparseRunList)))): reported once, and every einsum as without the grid."""
+    def runs(child, k):
+        return ct.SparseRunList(child, np.arange(k + 1), np.full(k, 0.5), np.full(k, 1.5), "both")
+    E = np.array([0.0, 1.0, 2.0])
+    T = ct.Tensor(ct.UniformGrid(ct.UniformGrid(runs(runs(ct.Element(0.0, val=np.full(4, 2.0)), 4), 4), E), E))
+    flat = ct.Tensor(runs(runs(ct.Element(0.0, val=np.array([2.0])), 1), 1))
+    assert T.pieces() == flat.pieces()
+    B = ct.box([0.0, 1.0], [1.0, 3.0])
+    for text, sr in (("s[] = T[x, y] * B[x, y] * d(x, y; lebesgue, lebesgue)", None),
+                     ("s[] = T[x, y] * B[x, y] * d(x, y; boolean, boolean)", "max"),
+                     ("s[] = T[x, y] * d(x, y; counting, counting)", None)):
+        same(text, sr, {"T": T}, flat, B=B)
+
+
+def test_float32_endpoints_stay_float32_under_the_grid():
+    G = ct.intervals(np.array([0.5, 2.0], np.float32), np.array([1.5, 3.0], np.float32), values=[2.0, 3.0], grid=3)
+    assert G.level.child.left.dtype == np.float32
+    assert ct.einsum("s[] = G[x] * d(x; lebesgue)", G=G) == 5.0
+
+
 # ------------------------------------------------------------------ refusals
 def test_runs_outside_the_cells_are_refused():
     with pytest.raises(ct.FormatError, match=r"interval 0 \[-inf, 1.0\] is not inside the grid's cells"):

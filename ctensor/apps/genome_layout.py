@@ -40,8 +40,11 @@ The uniform grid (`layout="grid"`; the paper's Grid[x, j], Fig. 23):
   pinpoints rather than the cells as runs (SparseRunList), because a counting reduction over a real
   index counts pinpoints: the cells meeting a query [qs, qe) are the edges in
   [floor_w(qs), qe), each (cell, j) counts once, and no right-end array is stored.
-  `UniformGrid` cannot hold it: that tile level bins stored pinpoints and keeps every cell of the
-  axis, and here the axis holds each chromosome 2**41 apart;
+  Not `UniformGrid` over an interval level (`formats.grid_intervals.interval_index`, S[x, j]: the
+  pieces between endpoints, each listing the ids covering it, in every cell they meet): it keeps
+  every cell of the axis (here each chromosome 2**41 apart), and with the same cell width its join
+  answered count 1.9-12.5x and join 1.5-6.3x slower (`benchmarks/bench_grid_intervals.py`, one
+  chromosome, issue 31);
 - `DS[j]`   the start of each interval in start order, a value per j (Dense -> Element(float)),
   8 bytes per interval (the buffer of `S`/`D` when they share it).
 The width: `choose_cell`.

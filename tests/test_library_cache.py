@@ -237,3 +237,27 @@ def test_host_id_without_proc_cpuinfo_uses_llvm(monkeypatch):
     monkeypatch.setattr(host, "_ID", None)
     monkeypatch.undo()
     assert len(fallback) == 32 and fallback != host.host_id()
+
+
+SPATIAL = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from ctensor.apps import spatial
+    ix = spatial.index(np.random.default_rng(0).uniform(0, 100, (500, 2)))
+    got = ix.box([10, 10], [20, 20])
+    print(json.dumps({"ids": sorted(int(i) for i in got), "native": ix._native_entry("box") is not None,
+                      "llvmlite": sorted(m for m in ("llvmlite.binding", "llvmlite.ir") if m in sys.modules)}))
+""")
+
+
+def test_spatial_box_query_and_its_native_entry_start_without_llvmlite(tmp_path):
+    """The box kernel and its native CPython entry (`runtime.pyentry`, through `codegen.keyed`)
+    both come from the cache's libraries in a new process: neither llvmlite.binding nor llvmlite.ir."""
+    def go():
+        o = subprocess.run([sys.executable, "-c", SPATIAL], env=dict(os.environ, CTENSOR_CACHE_DIR=str(tmp_path)),
+                           capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert o.returncode == 0, o.stderr[-3000:]
+        return json.loads(o.stdout)
+    cold, warm = go(), go()
+    assert cold["ids"] == warm["ids"] and warm["native"] and cold["native"]
+    assert cold["llvmlite"] and warm["llvmlite"] == []

@@ -150,7 +150,9 @@ def _dlopen(data: bytes, symbol: str, directory: Path):
     """Load verified library bytes from a path no load in this process used before (the dynamic
     loader matches libraries by path: a reused path would return the library loaded first): a
     fresh file beside the entry (pid and a counter in its name, created exclusively, removed once
-    loaded), or in the temporary directory when the cache directory is not writable."""
+    loaded), or in the temporary directory when the cache directory is not writable or refuses
+    to map code (a ``noexec`` mount)."""
+    error = OSError("no writable directory to load a library from")
     for folder in (directory, None):
         _COUNTER[0] += 1
         name = f".{symbol}.{os.getpid()}.{_COUNTER[0]}.so"
@@ -168,12 +170,14 @@ def _dlopen(data: bytes, symbol: str, directory: Path):
             finally:
                 os.close(fd)
             return ctypes.CDLL(str(path))
+        except OSError as e:            # a full disk, a noexec mount, or a library the loader refuses
+            error = e
         finally:
             try:
                 os.unlink(path)
             except OSError:
                 pass
-    raise OSError("no writable directory to load a library from")
+    raise error
 
 
 def _write_all(fd, data):

@@ -6,7 +6,8 @@ Looplets into a typed SSA-style IR, and native code through llvmlite.  See DESIG
 """
 from .errors import FormatError, InvalidProgramError, KernelError, ValidityUnknown
 from .formats import (Dense, Element, Level, Pattern, SparseByteMap, SparseInterval, SparseList,
-                      SparsePoint, SparseRunList, Tensor, UniformGrid, UnitCells, box, interval_set, intervals, points)
+                      SparsePoint, SparseRunList, Tensor, UniformGrid, UnitCells, box, interval_index, interval_set,
+                      intervals, points)
 from .lang.measure import Measure
 from .lang.semiring import Semiring
 from .limits import EPS, Limit, drop_eps, minus_eps, plus_eps
@@ -14,6 +15,7 @@ from .runtime import Kernel, compile, einsum, kernel_cache
 
 __all__ = ["FormatError", "InvalidProgramError", "KernelError", "ValidityUnknown", "Dense", "Element", "Level",
            "Pattern", "SparseByteMap", "SparseInterval", "SparseList", "SparsePoint", "SparseRunList", "Tensor",
-           "UniformGrid", "UnitCells", "box", "interval_set", "intervals", "points", "Limit", "EPS", "drop_eps", "plus_eps",
+           "UniformGrid", "UnitCells", "box", "interval_index", "interval_set", "intervals", "points", "Limit", "EPS",
+           "drop_eps", "plus_eps",
            "minus_eps", "Kernel", "compile", "einsum", "kernel_cache", "Measure", "Semiring"]
 __version__ = "0.1.0"

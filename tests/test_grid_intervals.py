@@ -249,6 +249,14 @@ def test_float32_endpoints_stay_float32_under_the_grid():
 
 
 # ------------------------------------------------------------------ refusals
+def test_a_grid_above_an_id_level_is_refused():
+    """S[id, x] (ct.interval_set's order): a grid bins the first mode, here the integer id."""
+    S = ct.interval_set([0.0, 1.0], [2.0, 3.0])
+    with pytest.raises(ct.FormatError, match="must bin a real coordinate level .* not Dense"):
+        ct.Tensor(ct.UniformGrid(S.level, EDGES))
+    assert ct.interval_index is interval_index
+
+
 def test_runs_outside_the_cells_are_refused():
     with pytest.raises(ct.FormatError, match=r"interval 0 \[-inf, 1.0\] is not inside the grid's cells"):
         ct.intervals([-np.inf], [1.0], grid=4)

@@ -2,6 +2,7 @@
 from .constructors import box, interval_set, intervals, points
 from .dense import Dense
 from .element import Element, Pattern
+from .grid_intervals import interval_index
 from .level import Level
 from .sparse_byte_map import SparseByteMap
 from .sparse_interval import SparseInterval
@@ -13,4 +14,5 @@ from .uniform_grid import UniformGrid
 from .unit_cells import UnitCells
 
 __all__ = ["Dense", "Element", "Pattern", "Level", "SparseByteMap", "SparseInterval", "SparsePoint", "SparseList",
-           "SparseRunList", "Tensor", "UniformGrid", "UnitCells", "box", "interval_set", "intervals", "points"]
+           "SparseRunList", "Tensor", "UniformGrid", "UnitCells", "box", "interval_index", "interval_set", "intervals",
+           "points"]

@@ -83,6 +83,10 @@ class UniformGrid(Level):
 
     def validate(self, npos, name):
         check_edges(self.edges, f"{name}.edges")
+        lvl = self.binned_level()
+        if getattr(lvl, "coord", "int") != "real" or type(lvl).__name__ not in BINNABLE:
+            raise FormatError(f"{name}: a UniformGrid must bin a real coordinate level ({', '.join(BINNABLE)}), "
+                              f"not {type(lvl).__name__}")
         self.child.validate(self.child_count(npos), name)
         self._check_cells(npos, name)
 
@@ -101,8 +105,8 @@ class UniformGrid(Level):
             lvl = lvl.child
         bounds = stored_bounds(lvl)
         if bounds is None:
-            raise FormatError(f"{name}: a UniformGrid must bin a real coordinate level (SparseList, SparsePoint, "
-                              f"SparseRunList or SparseInterval), not {type(lvl).__name__}")
+            raise FormatError(f"{name}: a UniformGrid must bin a real coordinate level ({', '.join(BINNABLE)}), "
+                              f"not {type(lvl).__name__}")
         owner = _entry_owner(lvl, owner, nfib, name)
         cell = (owner // inner) % self.n
         lo, hi = self.edges[cell], self.edges[cell + 1]
@@ -165,6 +169,9 @@ class UniformGrid(Level):
         if mode != "read":
             raise InvalidProgramError("UniformGrid is an index format for inputs; it cannot be an output format")
         return VUniformGrid(ctx, self, name)
+
+
+BINNABLE = ("SparseList", "SparsePoint", "SparseRunList", "SparseInterval")
 
 
 def check_edges(e, name):

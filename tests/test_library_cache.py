@@ -180,8 +180,9 @@ THREADS = textwrap.dedent("""
 """)
 
 
-def test_threads_warm_loading_one_kernel_get_one_library(filled):
-    o = subprocess.run([sys.executable, "-c", THREADS], env=dict(os.environ, CTENSOR_CACHE_DIR=str(filled[0])),
+def test_threads_warm_loading_one_kernel_get_one_library(tmp_path):
+    run(tmp_path)                    # fills the cache
+    o = subprocess.run([sys.executable, "-c", THREADS], env=dict(os.environ, CTENSOR_CACHE_DIR=str(tmp_path)),
                        capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert o.returncode == 0 and o.stdout.strip() == "ok", o.stderr[-3000:]
 

@@ -157,18 +157,38 @@ def test_a_closed_run_ending_at_an_edge_meets_the_next_cell_in_one_point_that_do
     assert G[1.0] == 2.0 and G[ct.Limit(1.0, 1)] == 0.0
     assert ct.einsum("s[] = G[x] * d(x; counting)", G=G) == 0
     assert ct.einsum("s[] = G[x] * d(x; lebesgue)", G=G) == 1.0
-    # another tensor's piece starting at 1 makes {1} a piece of the partition (it counts, flat); a
-    # grid tensor of intervals is not lowered under counting with another tensor reading x
+    # another tensor's piece starting at 1 (B's run, P's stored point) makes {1} a piece of the
+    # partition: it counts; P's point at 0.5 inside the run counts too
     flat = ct.intervals([0.5], [1.0], values=[2.0], closed="both")
     B = ct.intervals([1.0], [3.0], values=[5.0], closed="both")
     P = pinpoints([0.5, 1.0, 2.0], [3.0, 4.0, 6.0])
-    for other, want in ((B, 10.0), (P, 2.0 * 3.0 + 2.0 * 4.0)):
+    gap = ct.intervals([-1.0, 1.0], [1.0, 2.0], values=[1.0, 1.0], closed="neither")     # the fill point {1}
+    for other, want in ((B, 10.0), (P, 2.0 * 3.0 + 2.0 * 4.0), (gap, 0.0)):
         text = "s[] = G[x] * B[x] * d(x; counting)"
-        assert ct.einsum(text, G=flat, B=other) == oracle(text, G=flat, B=other).value == want
-        with pytest.raises(ct.InvalidProgramError, match="cannot tell a pinpoint from a run clipped by the cell"):
-            ct.einsum(text, G=G, B=other)
-        for text, sr in (("s[] = G[x] * B[x] * d(x; boolean)", "max"), ("s[] = G[x] * B[x] * d(x; lebesgue)", None)):
+        assert ct.einsum(text, G=G, B=other) == ct.einsum(text, G=flat, B=other) == oracle(text, G=G, B=other).value \
+            == want
+        for text, sr in (("s[] = G[x] * (B[x] + 1) * d(x; counting)", None),
+                         ("s[] = G[x] * B[x] * d(x; boolean)", "max"), ("s[] = G[x] * B[x] * d(x; lebesgue)", None)):
             same(text, sr, {"G": G}, flat, B=other)
+
+
+def test_the_fill_point_between_two_runs_of_another_tensor_at_an_edge_counts():
+    """Found by the fuzz profile: G = [-3, 9) over 3 cells (edges -3, 1, 5, 9+), B's open runs
+    (0, 1) and (1, 2) leave the point {1}, a cell edge, to B's fill: a piece of its own."""
+    G = ct.intervals([-3.0], [9.0], values=[1.0], closed="left", grid=3)
+    B = ct.intervals([0.0, 1.0], [1.0, 2.0], values=[1.0, 1.0], closed="neither")
+    assert ct.einsum("s[] = G[x] * (B[x] + 1) * d(x; counting)", G=G, B=B) == 1.0
+    assert oracle("s[] = G[x] * (B[x] + 1) * d(x; counting)", G=G, B=B).value == 1.0
+
+
+def test_counting_beside_another_grid_tensor_is_refused():
+    G = ct.intervals([0.0], [2.0], values=[2.0], closed="both", grid=EDGES)
+    P = ct.points(np.array([[1.0], [2.5]]), grid=[3])
+    text = "O[i] = G[x] * P[x, i] * d(x; counting)"
+    with pytest.raises(ct.InvalidProgramError, match="cannot tell a pinpoint from a run clipped by the cell"):
+        ct.einsum(text, G=G, P=P)
+    same("O[i] = G[x] * P[x, i] * d(x; boolean)", "max", {"G": G}, ct.intervals([0.0], [2.0], values=[2.0],
+                                                                               closed="both"), P=P)
 
 
 def test_an_open_run_end_at_an_edge_is_not_listed_in_the_next_cell():
@@ -203,8 +223,8 @@ def test_a_run_over_many_cells_is_listed_in_each_and_reported_once():
     assert ct.einsum("s[] = G[x] * d(x; lebesgue)", G=G) == 2.0 * 99.5
     assert ct.einsum("s[] = G[x] * d(x; counting)", G=G) == 0
     B = ct.intervals([10.0, 50.5], [10.0, 60.0], values=[3.0, 1.0], closed=["both", "left"])
+    assert ct.einsum("s[] = G[x] * B[x] * d(x; counting)", G=G, B=B) == 6.0
     assert ct.einsum("s[] = G[x] * B[x] * d(x; lebesgue)", G=G, B=B) == 2.0 * 9.5
-    assert ct.einsum("s[] = G[x] * B[x] * d(x; boolean)", semiring="max", G=G, B=B) == 6.0
 
 
 def test_a_shifted_read_of_a_gridded_track():

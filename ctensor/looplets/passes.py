@@ -19,6 +19,7 @@ from ..ir import nodes as ir
 from ..ir.types import I8
 from ..lower.lowerer import at_index, is_tracked, lower, resolve, settle_presence
 from ..lower.notation import Loop, map_accesses, walk_accesses
+from ..lower.tile import SUFFIX as TILE_SUFFIX
 from .count import try_count_collapse
 from .extremum import try_extremum_collapse
 from .nodes import (AcceptRun, FillLeaf, Lookup, Phase, Pinpoint, Run, Sequence, Spike, Stepper, Switch,
@@ -164,7 +165,9 @@ def spike_pass(ctx, loop):
     tail_ext = Extent(ext.stop, ext.stop, ext.continuous)
     loop, sure = pin_tails(ctx, loop)
     tail = _rewrite(ctx, loop, is_spike, lambda a: Run(a.tns.tail), tail_ext)
-    with ctx.pinning(loop.idx, sure):
+    # at a tile loop a stored point's own start is a bound the inner loop must see (`lower.tile.cell_point`)
+    starts = [(a.name, "start", ext.stop) for a in _accesses(loop, Spike)] if loop.idx.endswith(TILE_SUFFIX) else []
+    with ctx.pinning(loop.idx, sure), ctx.cutting(loop.idx, starts):
         lower(ctx, Loop(loop.idx, tail_ext, tail))
 
 
@@ -205,7 +208,9 @@ def stepper_pass(ctx, loop):
     # step just after their chunk ended, make its count depend on the inner coordinate
     # (`lower.lowerer._refuse_slice_dependent`)
     runs = [a for a in steppers if not a.tns.spikes and _has_slices(a, loop.idx)] if ext.continuous else []
-    ended = {acc: ctx.mut(ir.I1, b.FALSE, acc.name + "_ended") for acc in runs}
+    # at a tile loop every stepper's chunk end is a bound the inner loop must see (`lower.tile.cell_point`)
+    restart = steppers if ext.continuous and loop.idx.endswith(TILE_SUFFIX) else runs
+    ended = {acc: ctx.mut(ir.I1, b.FALSE, acc.name + "_ended") for acc in restart}
     exact_start = ie is not None or _e_ge(const_e, ext.start.e)
     with ctx.block() as body:
         i0 = _bind(ctx, cur(), loop.idx + "_i")
@@ -232,7 +237,7 @@ def stepper_pass(ctx, loop):
         cuts = [(acc.name, "stop", stops[acc]) for acc in steppers] if ext.continuous else []
         # a start at i0 only where the run's chunk ended just before it (NaN never equals a point)
         cuts += [(acc.name, "start", SymLimit(b.select(ir.Read(ended[acc]), i0.v, b.f64(float("nan"))), i0.e))
-                 for acc in runs]
+                 for acc in restart]
         with ctx.cutting(loop.idx, cuts, runs):
             lower(ctx, Loop(loop.idx, step, new))
         for acc in steppers:

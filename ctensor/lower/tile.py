@@ -127,13 +127,13 @@ def _check_counting(plan, binned, tensors, depth):
 
 
 def _check_counting_intervals(plan, binned, tensors, depth):
-    """Under the counting measure on an index binned by a grid over an interval level, that grid
-    tensor must be the only access reading the index.  A run [a, c] with a < c, listed in the cell
-    [c, ..) it meets in one point, is clipped there to the point {c}, which counts only where
-    another tensor's piece changes just left of c (paper Fig. 5); the inner loop sees the bounds
-    of the pieces it lowers (`cell_point`), but not whether another tensor, read at the tile loop,
-    ended a piece at c⁻ (a run ending there, the gap before a stored point).  Alone, the grid
-    tensor's own bounds decide (`cell_point`); otherwise refused rather than answered wrong."""
+    """Under the counting measure on an index binned by a grid over an interval level, no other
+    grid tensor may read the index.  A run [a, c] with a < c, listed in the cell [c, ..) it meets
+    in one point, is clipped there to the point {c}, which counts only where another access's
+    piece changes just left of c (paper Fig. 5): `cell_point` looks for a bound of its own at c
+    among the cuts the passes record (phase starts, a stepper's chunk ended just before, a stored
+    point: at a tile loop for every stepper and spike, `looplets.passes`).  The whole-cell walk of
+    another grid's points records none, so that case is refused rather than answered wrong."""
     from ..lang.program import accesses
     counted = {i for i in binned if plan.measures.get(i) == "counting"}
     clipped = [name for name in depth
@@ -141,14 +141,14 @@ def _check_counting_intervals(plan, binned, tensors, depth):
                       for lv in tensors[name].levels()[:depth[name]])]
     for name in clipped:
         for acc in accesses(plan.rhs):
-            if acc.tensor != name and counted & set(_index_names(acc)):
+            if acc.tensor != name and acc.tensor in depth and counted & set(_index_names(acc)):
                 idx = sorted(counted & set(_index_names(acc)))[0]
                 raise InvalidProgramError(
                     f"{name} is stored as intervals under UniformGrid levels and the counting measure is on its "
-                    f"binned index {idx!r}, which {acc.tensor} reads too: where a cell edge meets one of "
-                    f"{acc.tensor}'s bounds the tile loops cannot tell a pinpoint from a run clipped by the cell "
-                    f"(not supported yet); store {name} without grid levels for this program, or use the "
-                    f"lebesgue or boolean measure")
+                    f"binned index {idx!r}, which {acc.tensor}, also under UniformGrid levels, reads too: where a "
+                    f"cell edge meets one of {acc.tensor}'s points the tile loops cannot tell a pinpoint from a run "
+                    f"clipped by the cell (not supported yet); store one of them without grid levels for this "
+                    f"program, or use the lebesgue or boolean measure")
 
 
 CLIPS = ("SparseRunList", "SparseInterval")     # binned levels whose entries a cell clips (`cell_point`)

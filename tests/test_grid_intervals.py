@@ -30,7 +30,8 @@ TRACK = [("s[] = G[x] * d(x; lebesgue)", None), ("s[] = G[x] * d(x; lebesgue)", 
          ("s[] = (G[x] + B[x]) * d(x; lebesgue)", None), ("s[] = G[x] * d(x; counting)", None),
          ("s[] = G[x] * B[x] * d(x; counting)", None), ("s[] = G[x] * (B[x] + 1) * d(x; counting)", None),
          ("s[] = ((G[x] != 0) & (B[x] != 0)) * d(x; boolean)", "or"),
-         ("s[] = G[x] * B[x] * d(x; boolean)", "max")]
+         ("s[] = G[x] * B[x] * d(x; boolean)", "max"), ("s[] = G[x + 0.5] * B[x] * d(x; counting)", None),
+         ("s[] = G[2 * x] * B[x] * d(x; lebesgue)", None)]
 SETS = [("O[i] = S[x, i] * B[x] * d(x; lebesgue)", None), ("O[i] = (S[x, i] & (B[x] != 0)) * d(x; boolean)", "or"),
         ("O[i] = S[x, i] * d(x; counting)", None), ("O[i] = S[x, i] * B[x] * d(x; counting)", None),
         ("O[i] = S[x, i] * B[x] * d(x; lebesgue)", "max"), ("s[] = S[x, i] * d(x, i; lebesgue, counting)", None)]

@@ -3,7 +3,7 @@
 Source: the continuous paper's uniform grid (§7.1–7.2, Fig. 23: `Grid[x, j]` lists interval j in
 every cell it overlaps), as a format: `UniformGrid(SparseRunList(child), edges)` bins a 1-D track
 `A[x]` (`ct.intervals(..., grid=)`); `UniformGrid(SparseRunList(SparseList(Pattern())))` bins an
-interval set `S[x, id]` (`grid_interval_index`; x outermost, as the grid bins the first mode).
+interval set `S[x, id]` (`ct.interval_index`; x outermost, as the grid bins the first mode).
 
 Cell c is the half-open [e[c], e[c+1]).  An interval meets every cell from the one holding its
 left end to the one holding its right end; a closed right end exactly at an edge e[c] meets cell
@@ -11,7 +11,9 @@ c in that one point (so it is listed there), an open one does not.  The stored e
 interval's own, not clipped to the cell: the tile loop (`ctensor.lower.tile`) restricts x to the
 cell, so the part of a run inside each cell is what the cell contributes, and a cell edge never
 shows up as a stored bound (a stored bound is a change of value; under the counting measure a
-piece bounded by one is a candidate pinpoint, a piece cut by a cell edge is not).
+piece bounded by one is a candidate pinpoint, a piece cut by a cell edge is not: a run [a, c]
+clipped to {c} by the cell [c, ..) counts only where another access's piece changes at c,
+`lower.tile.cell_point`; counting beside another grid tensor is refused, `_check_counting_intervals`).
 
 Every interval must lie inside [e[0], e[n]) (the grid reads the fill outside), so ±inf endpoints
 are refused with the edges chosen from the data (FormatError naming the interval).  Listing an

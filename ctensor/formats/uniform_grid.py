@@ -13,6 +13,13 @@ A grid level reads no index of its own.  A chain of m grid levels at the top of 
 first m modes in order (grid k bins mode k; `Tensor` assigns `axis`).  Cell c of a fiber covers the
 half-open [edges[c], edges[c+1]); the coordinates stored below cell c must lie in it (validated),
 and nothing is stored outside [edges[0], edges[n]).  Child position of (fiber p, cell c): p*n + c.
+
+The binned level may also store intervals (SparseRunList, SparseInterval; any closedness, Limit
+endpoints too): an interval stored below cell c must meet it (validated), and is read there
+clipped to the cell, so an interval listed in every cell it meets (`grid_intervals`,
+`ct.intervals(..., grid=)`, `ct.interval_index`) denotes the same function as without the grid;
+`pieces` reports it once.  Raises FormatError (naming the tensor, the entry and the cell) for a
+stored coordinate or interval outside its cell, or edges that are not finite and increasing.
 """
 from __future__ import annotations
 
@@ -39,7 +46,8 @@ class UniformGrid(Level):
     ----------
     child : Level
         The level of each cell's fiber (another UniformGrid for the next axis, or the coordinate
-        levels).
+        levels: real SparseList / SparsePoint pinpoints, or SparseRunList / SparseInterval
+        intervals).
     edges : float64 array (n+1,), strictly increasing and finite
         Cell boundaries; uniform spacing of the interior edges edges[1] .. edges[n-1] (of all of
         them when n < 3) makes the seek O(1) (an estimate corrected by a scan), so the two end

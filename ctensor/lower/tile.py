@@ -235,7 +235,9 @@ def cell_point(ctx, idx: str, ext: Extent):
 def _lower_piece(ctx, body, tile, ext, lower, idx, cells):
     # the whole-cell version only at the innermost tile loop: one per binned axis doubled the body
     # d times (8 copies for KPConv's 3-D grid: 2.6 s of O3 against 0.9 s), for ~4% on large boxes
-    if not cells or _has_tile_loop(body):
+    # (intervals below a grid are read by steppers and phases, which a covered mark does not speed up)
+    if not cells or _has_tile_loop(body) or all(getattr(a.tns.cell, "clips", False)
+                                                for a in walk_accesses(body) if id(a) in cells):
         lower(ctx, bind_pieces(body, tile, ext))
         return
     whole = b.TRUE

@@ -34,6 +34,7 @@ import ctypes
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from . import objcache
@@ -49,8 +50,13 @@ _LINKER: list = []               # [path or None], found on first use
 def linker() -> str | None:
     """The system linker used (``ld``), or None when there is none."""
     if not _LINKER:
-        import shutil
-        _LINKER.append(shutil.which("ld"))
+        found = None
+        for folder in os.get_exec_path():       # shutil.which("ld") without importing shutil
+            path = os.path.join(folder, "ld")
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                found = path
+                break
+        _LINKER.append(found)
     return _LINKER[0]
 
 
@@ -81,31 +87,56 @@ def wait() -> None:
 
 
 def _link(directory, symbol, tier, obj, ir_digest):
-    import subprocess              # the cold path only: a warm start imports neither
-    import tempfile
+    # no subprocess, tempfile or shutil: importing them here would take the GIL from the compile
+    # this thread runs beside; posix_spawn and waitpid hold it for microseconds
+    tag = f".{symbol}.{os.getpid()}.{threading.get_ident()}"
+    o, so = directory / f"{tag}.o", directory / f"{tag}.so"
     try:
         _lower_priority()
         directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=directory, prefix=".link-") as tmp:
-            o, so = os.path.join(tmp, "k.o"), os.path.join(tmp, "k.so")
-            with open(o, "wb") as f:
-                f.write(obj)
-            done = subprocess.run([linker(), "-shared", "-o", so, o], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-            if done.returncode:
-                return
-            with open(so, "rb") as f:
-                data = f.read()
-            # the library first, then the header naming its digest (a reader sees both or a miss)
-            os.replace(so, directory / f"{symbol}.so")
-            header = (f"{symbol} {tier} {len(data)} {objcache.digest(data)} {objcache.digest(obj)} "
-                      f"{ir_digest}\n").encode()
-            objcache._atomic_write(directory / f"{symbol}.lib", FORMAT + header)
-    except (OSError, subprocess.SubprocessError, ValueError):
+        o.write_bytes(obj)
+        if _run([linker(), "-shared", "-o", str(so), str(o)]) != 0:
+            return
+        data = so.read_bytes()
+        # the library first, then the header naming its digest (a reader sees both or a miss)
+        os.replace(so, directory / f"{symbol}.so")
+        header = (f"{symbol} {tier} {len(data)} {objcache.digest(data)} {objcache.digest(obj)} "
+                  f"{ir_digest}\n").encode()
+        objcache._atomic_write(directory / f"{symbol}.lib", FORMAT + header)
+    except (OSError, ValueError):
         pass                     # no library: loads take the MCJIT path
     finally:
+        for path in (o, so):
+            try:
+                path.unlink()
+            except OSError:
+                pass
         with _LOCK:
             _PENDING.discard(threading.current_thread())
+
+
+def _run(argv, timeout=120.0) -> int:
+    """Run `argv` with no input or output; its exit status (-1: killed after `timeout` seconds)."""
+    if not hasattr(os, "posix_spawn"):
+        import subprocess
+        try:
+            return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=timeout).returncode
+        except subprocess.SubprocessError:
+            return -1
+    quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=quiet)
+    deadline, pause = time.monotonic() + timeout, 0.001
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return -1
+        time.sleep(pause)        # without the GIL
+        pause = min(pause * 2, 0.05)
 
 
 def _lower_priority():

@@ -5,7 +5,13 @@ Directory ``$CTENSOR_CACHE_DIR`` (default ``~/.cache/ctensor``; the empty string
 
 * ``<symbol>.o``: ``FORMAT``, then one header line ``<symbol> <tier> <size> <sha256 of the object>
   <sha256 of the .ll text>``, then the object code;
-* ``<symbol>.ll``: the optimised LLVM IR (UTF-8), for `CompiledFunction.llvm_ir`.
+* ``<symbol>.ll``: the optimised LLVM IR (UTF-8), for `CompiledFunction.llvm_ir`;
+* ``<symbol>.so`` and ``<symbol>.lib``: the object linked into a shared library and its header, so
+  that a new process loads the entry without llvmlite (`library`, which checks this entry's
+  object too: a damaged object makes the whole entry a miss).
+
+`seal` / `unseal` are the sealed small files of the kernel store and of `keyed` (magic, key,
+length and sha256 in one header line).
 
 A damaged entry is a miss, never an exception (issue 31 (b), (e)): a missing or unreadable file, a
 wrong magic, a header that does not parse (a size that is not a number), a symbol other than the one

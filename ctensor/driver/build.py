@@ -61,6 +61,7 @@ def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_su
     kind)) into an IR function writing `out_fmt` (None: a 0-d output cell)."""
     ctx = Context(prove_guards=prove_guards)
     ctx.unordered_output = merge_output
+    ctx.index_kinds = dict(plan.kinds)
     getters = []
     roots, vlevels = {}, {}
     for name in dict.fromkeys(a.tensor for a in accesses(es.rhs)):

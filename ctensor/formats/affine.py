@@ -227,12 +227,17 @@ def _saturated_out(view: CoordView, u: SymLimit) -> SymLimit:
     return SymLimit(v, x.e, x.finite)
 
 
+def _around(nb, go):
+    """`RunNeighbours` whose run fibers are wrapped as the looplet's leaves are."""
+    return None if nb is None else replace(nb, fiber=lambda k: go(nb.fiber(k)))
+
+
 def rewrap(node, leaf):
     """Rebuild a looplet nest lazily, through its callables, passing every leaf it hands out
     through leaf(node)."""
     go = lambda n: rewrap(n, leaf)
     if isinstance(node, Thunk):
-        return Thunk(go(node.body), node.preamble, node.epilogue)
+        return Thunk(go(node.body), node.preamble, node.epilogue, _around(node.around, go))
     if isinstance(node, Deferred):
         return Deferred(lambda: go(node.make()))
     if isinstance(node, Lookup):
@@ -246,7 +251,7 @@ def rewrap(node, leaf):
     if isinstance(node, Sequence):
         # (`runs` kept: an outer run-list level read through a view still counts per slice)
         return Sequence([PhaseSpec(body=(lambda s: lambda ctx, ext: go(s.body(ctx, ext)))(s), stop=s.stop)
-                         for s in node.phases], runs=node.runs)
+                         for s in node.phases], runs=node.runs, around=_around(node.around, go))
     if isinstance(node, Stepper):
         return replace(node, chunk=lambda ctx: go(node.chunk(ctx)))
     if isinstance(node, Pinpoint):

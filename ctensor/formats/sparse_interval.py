@@ -20,12 +20,12 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import FormatError
-from ..extents import Extent, SymLimit
+from ..extents import Extent, SymLimit, lim_le
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import F32, F64, I64, PtrType
 from ..limits import Limit
-from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, Sequence
+from ..looplets.nodes import FillLeaf, Fiber, PhaseSpec, Run, RunNeighbours, Sequence
 from .affine import see
 from .level import DEFAULT_CLOSED, Facts, Level, as_array, as_shape, check_no_nan, closed_eps, coord_suffix, real_endpoints
 from .sparse_run_list import endpoints_ok
@@ -239,9 +239,12 @@ class VSparseInterval:
         bind = lambda x, h: x if b.is_const(x.v) else SymLimit(ctx.let(x.v, self.name + h), x.e, x.finite)
         lo, hi = bind(lo, "_l"), bind(hi, "_r")
         fill = lambda ctx, e: Run(FillLeaf(self.fill))
+        # the one run of the fiber, for the counting measure at its ends (`RunNeighbours`)
+        around = RunNeighbours(lambda ctx: b.TRUE, lambda ctx, p: (b.land(lim_le(lo, p), lim_le(p, hi)), pos),
+                               lambda k: Fiber(self.child, k))
         return Sequence([PhaseSpec(fill, stop=lambda ctx, e: Extent.real().minus_unit(lo)),
                          PhaseSpec(lambda ctx, e: Run(Fiber(self.child, pos)), stop=lambda ctx, e: hi),
-                         PhaseSpec(fill)], runs=True)
+                         PhaseSpec(fill)], runs=True, around=around)
 
     def _unfurl_int(self, ctx, pos, le, re):
         lo, hi = self._ends(SymLimit(b.add(b.load(self.left, pos), b.i64(le)), b.i8(0), True),

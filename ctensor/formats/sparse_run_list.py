@@ -29,7 +29,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I1, F32, F64, I8, I64, PtrType
 from ..limits import Limit
-from ..looplets.nodes import (AcceptRun, FillLeaf, Fiber, PhaseSpec, Run,
+from ..looplets.nodes import (AcceptRun, FillLeaf, Fiber, PhaseSpec, Run, RunNeighbours,
                               Sequence, Stepper, Thunk)
 from .affine import see
 from .append import append_entry, fiber_writer
@@ -273,7 +273,22 @@ class VSparseRunList:
                           stop_eps=stop_eps)
         body = Sequence([PhaseSpec(body=lambda ctx, e: stepper, stop=lambda ctx, e: st["last"]),
                          PhaseSpec(body=lambda ctx, e: Run(FillLeaf(self.fill)))])
-        return Thunk(body, preamble=preamble)
+        return Thunk(body, preamble=preamble, around=self._neighbours(pos))
+
+    def _neighbours(self, pos):
+        """The runs around a point (`RunNeighbours`): a search over the fiber's right endpoints,
+        independent of the stepper's cursor (the point may lie in a phase after it)."""
+        n = self.name
+        q0 = lambda: b.load(self.ptr, pos)
+        q1 = lambda: b.load(self.ptr, b.add(pos, b.i64(1)))
+
+        def locate(ctx, p):
+            lo, hi = ctx.let(q0(), n + "_nb_lo"), ctx.let(q1(), n + "_nb_hi")
+            k = ctx.search_first_ge(lambda k: lim_le(p, see(self, self._right(k))), lo, hi, n + "_nb")
+            k = ctx.let(b.minimum(k, b.sub(hi, b.i64(1))), n + "_nb_k")
+            inside = b.land(lim_le(see(self, self._left(k)), p), lim_le(p, see(self, self._right(k))))
+            return ctx.let(inside, n + "_nb_in"), k
+        return RunNeighbours(lambda ctx: b.lt(q0(), q1()), locate, lambda k: Fiber(self.child, k))
 
     def union_readable(self) -> bool:
         return self.mode == "read" and getattr(self.child, "is_leaf", False)

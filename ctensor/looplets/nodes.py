@@ -75,6 +75,8 @@ class Thunk(Looplet):
     body: Any
     preamble: Optional[Callable] = None   # preamble(ctx)
     epilogue: Optional[Callable] = None   # epilogue(ctx)
+    # `RunNeighbours` of an outer run-list fiber (the counting measure at its bounds), or None
+    around: Any = None
     kind = "thunk"
 
 
@@ -109,9 +111,29 @@ class Phase(Looplet):
 class Sequence(Looplet):
     phases: list = field(default_factory=list)   # list[PhaseSpec]
     # the phases are pieces of a run-list-like level (SparseInterval): under counting, a point at
-    # their bounds may count for some inner coordinates only (`lower.lowerer._refuse_slice_dependent`)
+    # their bounds may count for some inner coordinates only (`lower.run_counting`)
     runs: bool = False
+    around: Any = None                    # their `RunNeighbours`, when the level can locate them
     kind = "sequence"
+
+
+@dataclass(eq=False)
+class RunNeighbours:
+    """Which run of an outer run-list fiber holds a point, for the counting measure at a point
+    where the level has a bound of its own (`lower.run_counting`): there the point counts for
+    inner coordinate i only where i is stored by a run on one side of it and not in the same run
+    on the other (paper §4.2, Fig. 5), so the runs around it are located and their child fibers
+    read for presence.
+
+    nonempty(ctx) -> i1           the fiber stores a run (`locate` reads one)
+    locate(ctx, p) -> (i1, i64)   whether the point p (a SymLimit in the loop's frame) lies in a
+                                  run, and that run's number (else some run of the fiber: every
+                                  read of it stays in the buffers); emitted only where nonempty
+    fiber(k) -> leaf              the child of run k (a `Fiber`, wrapped by any affine view)
+    """
+    nonempty: Callable
+    locate: Callable
+    fiber: Callable
 
 
 @dataclass(eq=False)

@@ -77,7 +77,7 @@ def _bind(ctx, x: SymLimit, hint, finite=None) -> SymLimit:
 # ---------------------------------------------------------------- passes
 
 def thunk_pass(ctx, loop):
-    epilogues = []
+    epilogues, found = [], []
 
     def make(acc):
         t = acc.tns
@@ -85,9 +85,12 @@ def thunk_pass(ctx, loop):
             t.preamble(ctx)
         if t.epilogue:
             epilogues.append(t.epilogue)
+        if t.around is not None and loop.ext.continuous and _has_slices(acc, loop.idx):
+            found.append((acc, t.around))
         return t.body
     body = _rewrite(ctx, loop, lambda a: isinstance(a.tns, Thunk), make)
-    lower(ctx, Loop(loop.idx, loop.ext, body))
+    with ctx.locating(loop.idx, found):
+        lower(ctx, Loop(loop.idx, loop.ext, body))
     for e in reversed(epilogues):
         e(ctx)
 
@@ -137,8 +140,13 @@ def _has_slices(acc, idx) -> bool:
 def sequence_pass(ctx, loop):
     acc = _accesses(loop, Sequence)[0]
     ext = loop.ext
+    found = []
     if acc.tns.runs and ext.continuous and _has_slices(acc, loop.idx):
         ctx.run_levels.setdefault(loop.idx, set()).add(acc.name)
+        if acc.tns.around is not None:
+            found.append((acc, acc.tns.around))
+        else:
+            ctx.run_unlocated.setdefault(loop.idx, set()).add(acc.name)
     phases, prev = [], None
     specs = acc.tns.phases
     for k, spec in enumerate(specs):
@@ -146,9 +154,10 @@ def sequence_pass(ctx, loop):
         stop = spec.stop(ctx, ext) if spec.stop is not None and k < len(specs) - 1 else None
         phases.append(Phase(spec.body, start=start, stop=stop))
         prev = stop if stop is not None else ext.stop
-    for ph in phases:
-        body = _rewrite(ctx, loop, lambda a: a is acc, lambda a, ph=ph: ph)
-        lower(ctx, Loop(loop.idx, ext, body))
+    with ctx.locating(loop.idx, found):
+        for ph in phases:
+            body = _rewrite(ctx, loop, lambda a: a is acc, lambda a, ph=ph: ph)
+            lower(ctx, Loop(loop.idx, ext, body))
 
 
 def spike_pass(ctx, loop):
@@ -206,11 +215,16 @@ def stepper_pass(ctx, loop):
         acc.tns.seek(ctx, ext)
     # run steppers (not spikes) of outer levels: their own bounds at a point, also the start of a
     # step just after their chunk ended, make its count depend on the inner coordinate
-    # (`lower.lowerer._refuse_slice_dependent`)
+    # (`lower.run_counting`)
     runs = [a for a in steppers if not a.tns.spikes and _has_slices(a, loop.idx)] if ext.continuous else []
-    # at a tile loop every stepper's chunk end is a bound the inner loop must see (`lower.tile.cell_point`)
-    restart = steppers if ext.continuous and loop.idx.endswith(TILE_SUFFIX) else runs
-    ended = {acc: ctx.mut(ir.I1, b.FALSE, acc.name + "_ended") for acc in restart}
+    # every stepper's start after its chunk ended is a cut: the counting weight at a run list's
+    # bound needs to know whether another access cuts there (`lower.run_counting`), and at a tile
+    # loop the inner loop must see every such bound (`lower.tile.cell_point`)
+    ended = {acc: ctx.mut(ir.I1, b.FALSE, acc.name + "_ended") for acc in steppers} if ext.continuous else {}
+    located = ctx.run_around.get(loop.idx, {})
+    for acc in runs:
+        if (acc.name, tuple(acc.idxs[1:])) not in located:
+            ctx.run_unlocated.setdefault(loop.idx, set()).add(acc.name)
     exact_start = ie is not None or _e_ge(const_e, ext.start.e)
     with ctx.block() as body:
         i0 = _bind(ctx, cur(), loop.idx + "_i")
@@ -237,7 +251,7 @@ def stepper_pass(ctx, loop):
         cuts = [(acc.name, "stop", stops[acc]) for acc in steppers] if ext.continuous else []
         # a start at i0 only where the run's chunk ended just before it (NaN never equals a point)
         cuts += [(acc.name, "start", SymLimit(b.select(ir.Read(ended[acc]), i0.v, b.f64(float("nan"))), i0.e))
-                 for acc in restart]
+                 for acc in ended]
         with ctx.cutting(loop.idx, cuts, runs):
             lower(ctx, Loop(loop.idx, step, new))
         for acc in steppers:
@@ -322,7 +336,9 @@ def _visit(ctx, loop, acc, st):
         point = Extent(s, s, loop.ext.continuous)
         spike = st.chunk(ctx)
         new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(spike.tail), point)
-        lower(ctx, Loop(loop.idx, point, new))
+        # the stored point is a piece of its own wherever the body is not a no-op on the fill
+        with ctx.pinning(loop.idx, b.TRUE if loop.ext.continuous else None):
+            lower(ctx, Loop(loop.idx, point, new))
     return visit
 
 

@@ -45,6 +45,11 @@ class Context:
         # chunks and pinpoints around the extent being lowered, for `PinTail`
         self.pin_cuts: dict = {}
         self.run_levels: dict = {}      # real index -> names of accesses of outer run-list levels
+        # real index -> {(name, inner indices): (access, RunNeighbours)}: the outer run-list
+        # accesses being lowered there that can locate their runs (`lower.run_counting`)
+        self.run_around: dict = {}
+        self.run_unlocated: dict = {}   # real index -> names of those that cannot (for good)
+        self.index_kinds: dict = {}     # index -> 'int' | 'real' (the plan's)
         self.grid_tensors: frozenset = frozenset()     # names of tensors stored under UniformGrid levels
         self.cell_starts: dict = {}     # binned index -> SymLimits of the current cells' lower edges (`lower.tile`)
 
@@ -83,6 +88,23 @@ class Context:
         finally:
             del stack[n:]
             del inner[m:]
+
+    @contextmanager
+    def locating(self, idx: str, found):
+        """Scope in which `run_around[idx]` also holds `found`: [(access, RunNeighbours)] of outer
+        run-list accesses (with inner levels) unfurled at `idx`."""
+        table = self.run_around.setdefault(idx, {})
+        added = []
+        for acc, nb in found:
+            key = (acc.name, tuple(acc.idxs[1:]))
+            if key not in table:
+                table[key] = (acc, nb)
+                added.append(key)
+        try:
+            yield
+        finally:
+            for key in added:
+                del table[key]
 
     def pin_test(self, idx: str):
         """i1: the point being collapsed is a pinpoint of index `idx` for every inner coordinate."""

@@ -10,10 +10,9 @@ idempotent reductions (or/min/max, the Boolean measure) apply once to a non-empt
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import reduce
 
 from ..errors import InvalidProgramError
-from ..extents import Extent, SymLimit, lim_eq
+from ..extents import Extent, SymLimit
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..looplets.nodes import (Deferred, FillLeaf, Fiber, Hollow, Looplet, Run, Value)
@@ -23,6 +22,7 @@ from .ops import REDUCTIONS, combine, convert, kind, to_ir
 from .program_notation import notation
 from .simplify import MAYBE, PRESENT, TRACKED, simplify
 from .hoist import hoist_factors
+from .run_counting import count_at_point
 from .user_reduction import collapse_user, needs_points
 from ..lang.semiring import describe
 from .tile import cell_point, lower_piece
@@ -161,7 +161,7 @@ def collapse(ctx, loop: Loop):
             any(needs_points(a.op, a.measures.get(idx)) for a in walk_assigns(loop.body)):
         _enumerate(ctx, loop)      # a user ⊕ without idempotence or repeat: one ⊕ per point
         return
-    cache = {}
+    cache, memo = {}, {}
 
     def weight(name, make):
         if name not in cache:
@@ -189,20 +189,26 @@ def collapse(ctx, loop: Loop):
                 return a2.with_(rhs=Call("wmul", (Val(w, "float"), a.rhs)))
             if m == "counting":
                 if ext.continuous:
-                    _refuse_slice_dependent(ctx, idx, ext, a2)
-                    return Sieve(b.land(ext.finite_pinpoint(), cell_point(ctx, idx, ext)), _pinned(ctx, idx, a2))
+                    return count_at_point(ctx, idx, ext, a2, b.land(ext.finite_pinpoint(), cell_point(ctx, idx, ext)),
+                                          _pinned(ctx, idx, a2), memo)
                 n = weight("count", ext.length)
                 return a2.with_(rhs=Call("*", (Count(n, "int"), a.rhs)))
             raise InvalidProgramError("the boolean measure needs an idempotent reduction (or, min, max)")
         if m == "lebesgue":
             return Sieve(ext.positive_length(), a2)
         if m == "counting" and ext.continuous:
-            _refuse_slice_dependent(ctx, idx, ext, a2)
-            return Sieve(b.land(ext.finite_pinpoint(), cell_point(ctx, idx, ext)), _pinned(ctx, idx, a2))
+            return count_at_point(ctx, idx, ext, a2, b.land(ext.finite_pinpoint(), cell_point(ctx, idx, ext)),
+                                  _pinned(ctx, idx, a2), memo)
         return a2                          # boolean measure: the extent is non-empty here
 
     # the loops of a tile loop's body run over this piece of it (`lower.tile`)
-    lower_piece(ctx, map_assigns(loop.body, f), idx, ext, lower)
+    body = map_assigns(loop.body, f)
+    if memo.get("on") is not None:
+        # a run list's own bound may lie at the point: the version weighed per slice runs there,
+        # the plain one elsewhere (`lower.run_counting`); the flag is read again by `f`
+        memo["weighted"] = True
+        body = Block([Sieve(memo["on"], map_assigns(loop.body, f)), Sieve(b.lnot(memo["on"]), body)])
+    lower_piece(ctx, body, idx, ext, lower)
 
 
 def user_weight(ctx, m, ext):
@@ -239,36 +245,6 @@ def _pinned(ctx, idx, a: Assign):
     probes = [Call(PRESENT, (t,)) for t in marked.values()]
     present = probes if b.is_const(sure, False) else [Val(sure, "bool"), *probes]
     return a.with_(rhs=Call(MAYBE, (present[0] if len(present) == 1 else Call("or", tuple(present)), rhs)))
-
-
-def _refuse_slice_dependent(ctx, idx, ext, a: Assign):
-    """Fail with STATUS_COUNT_AT_RUN_BOUND where the counting weight of the point c = ext could
-    differ between inner coordinates and no lowering decides it per coordinate: an access of an
-    outer level with inner levels (SparseRunList / SparseInterval: a fill point where two open runs
-    touch, a closed [c, c] run) has a bound of its own at c outside a spike's tail (those are
-    decided per coordinate, `looplets.pins`), the other accesses do not cut both sides of c (else
-    c is a pinpoint of every slice), and the body is not a no-op on that access's fill.  Whether c counts for inner coordinate i then depends on
-    whether the runs beside c store i (the oracle's `_isolated`), which is not read here: the
-    wrong count of issue 31 becomes this error."""
-    if ctx.pin_sure.get(idx) is not None:
-        return          # a spike's tail: `looplets.pins` decided (stored pinpoints of outer levels)
-    names = ctx.run_levels.get(idx, set())
-    if not names:
-        return
-    present = [t for t in walk_accesses(a.rhs) if t.name in names and isinstance(t.tns, (FillLeaf, Fiber))]
-    fills = {id(t): t.tns.value if isinstance(t.tns, FillLeaf) else getattr(t.tns.level, "fill", None)
-             for t in present}
-    if present and None not in fills.values() and \
-            simplify(a.with_(rhs=map_accesses(a.rhs, lambda t: Lit(fills[id(t)]) if id(t) in fills else t))) is None:
-        return
-    cuts = ctx.pin_cuts.get(idx, [])
-    at_c = lambda side, own: reduce(b.lor, [lim_eq(lim, ext.start) for name, s, lim in cuts
-                                            if s == side and (name in names) == own], b.FALSE)
-    own = b.lor(at_c("start", True), at_c("stop", True))
-    if b.is_const(own, False):
-        return
-    others = b.land(at_c("start", False), at_c("stop", False))
-    ctx.fail_if(b.land(ext.finite_pinpoint(), b.land(own, b.lnot(others))), ir.STATUS_COUNT_AT_RUN_BOUND)
 
 
 def _collapse_index_value(ctx, loop: Loop):

@@ -48,6 +48,21 @@ def test_dataframe_extras_kept_new_frame_fresh_index():
     assert src["tag"].tolist() == ["a", "b"] and src["start"].dtype == np.float64
 
 
+def test_canonical_dataframe_taken_as_it_is():
+    """A frame already in the output's form (chrom str, start/end int64, in that order) is taken
+    without rebuilding (`bedio._canonical`): the same frame as the rebuilt one, a fresh index, the
+    caller's frame untouched; a bad value in such a frame still gets the full check's error."""
+    src = pd.DataFrame({"chrom": ["chr1", "chr2"], "start": [10, 30], "end": [20, 30], "tag": ["a", "b"]},
+                       index=[7, 3])
+    src["chrom"] = src["chrom"].astype(str)
+    out = read_intervals(src, name="query")
+    rebuilt = read_intervals(src.assign(start=src["start"].astype(float)), name="query")
+    pd.testing.assert_frame_equal(out, rebuilt)
+    assert list(src.index) == [7, 3] and isinstance(out.index, pd.RangeIndex)
+    with pytest.raises(FormatError, match=r"^query: row 1: end \(25\) is before start \(30\)$"):
+        read_intervals(src.assign(end=[20, 25]), name="query")
+
+
 def test_dataframe_empty_and_limits():
     empty = read_intervals(pd.DataFrame({"chrom": [], "start": [], "end": []}))
     check_frame(empty, [], [], [])

@@ -153,7 +153,32 @@ def _coord(s: pd.Series, col: str, bad: _Problems) -> np.ndarray:
     return f
 
 
+_STR = pd.Series(["chr1"]).astype(str).dtype      # the chrom dtype `_from_frame` produces
+
+
+def _canonical(df: pd.DataFrame) -> pd.DataFrame | None:
+    """`df` itself (a shallow copy with a fresh RangeIndex) when it is already what `_from_frame`
+    would build: columns chrom, start, end first, chrom of the string dtype with no missing or empty
+    name, start and end int64 in [0, MAX_COORD] with end >= start; else None.  Rebuilding such a
+    frame cost ~0.4 ms for 10 rows and ~4 ms for 100k (pandas' per-operation overhead, issue 28)."""
+    cols = df.columns
+    if len(cols) < 3 or list(cols[:3]) != ["chrom", "start", "end"] or not cols.is_unique:
+        return None
+    chrom, start, end = df["chrom"], df["start"], df["end"]
+    if chrom.dtype != _STR or start.dtype != np.int64 or end.dtype != np.int64:
+        return None
+    s, e = start.to_numpy(), end.to_numpy()
+    if ((s < 0) | (e > MAX_COORD) | (e < s)).any() or chrom.hasnans or (chrom == "").any():
+        return None
+    out = df.copy(deep=False)
+    out.index = pd.RangeIndex(len(df))
+    return out
+
+
 def _from_frame(df: pd.DataFrame, loc: _Loc) -> pd.DataFrame:
+    fast = _canonical(df)
+    if fast is not None:
+        return fast
     cols = list(df.columns)
     missing = [c for c in ("chrom", "start", "end") if c not in cols]
     if missing:

@@ -290,3 +290,21 @@ def test_run_lists_over_run_lists_against_the_oracle(seed, kx, ky, ki):
             _check(text, sr, A=A)
         except ct.KernelError as e:      # x's inner index y is real: refused (MAX_LOCATED's comment)
             assert REFUSED in str(e), e
+
+
+def test_a_deep_outer_run_list_is_refused_at_its_points():
+    """Two inner levels below the run list (found by the fuzzer: SRL/BM/SLi compiled in 10 s of
+    CPU when weighed, `run_counting.MAX_INNER`): refused at run time where the weight depends on
+    the slice, never a wrong number.  A closed [2, 2] run storing (i, j) = (0, 0) only."""
+    leaf = lambda child: ct.SparseList(child, np.array([0, 1]), np.array([0]), shape=2)
+    T1 = ct.Tensor(ct.SparseRunList(leaf(leaf(ct.Element(0.0, val=np.array([1.0])))), np.array([0, 1]),
+                                    np.array([2.0]), np.array([2.0]), closed="both"))
+    text = "s[] = (T1[x, i, j] + 1) * d(x, i, j; counting, counting, counting)"
+    assert oracle(text, T1=T1).value == 2.0
+    with pytest.raises(ct.KernelError, match=REFUSED):
+        ct.einsum(text, T1=T1)
+    # with one inner index the same point is weighed
+    T2 = ct.Tensor(ct.SparseRunList(leaf(ct.Element(0.0, val=np.array([1.0]))), np.array([0, 1]),
+                                    np.array([2.0]), np.array([2.0]), closed="both"))
+    text = "s[] = (T2[x, i] + 1) * d(x, i; counting, counting)"
+    assert ct.einsum(text, T2=T2) == 2.0 == oracle(text, T2=T2).value

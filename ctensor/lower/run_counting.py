@@ -17,9 +17,11 @@ Where such a bound may lie at the point, the collapse locates the runs holding c
 (`looplets.nodes.RunNeighbours`, a search of the fiber) and writes the body under
 `MAYBE(weight, value)`; whether run k stores i is `PRESENT` of a probe access reading run k's child
 fiber at the access's inner indices.  That weighted version of the body runs only where the
-point is such a bound; the plain one elsewhere.  An access that cannot locate its runs (read
-through a reversing view) still stops with STATUS_COUNT_AT_RUN_BOUND there, as does the rare point
-where another run-list access of the program has an empty fiber (no run to read a probe from).
+point is such a bound; the plain one elsewhere.  Not weighed, and still stopped with
+STATUS_COUNT_AT_RUN_BOUND at such a point: an access that cannot locate its runs (a reversing
+view of a SparseRunList), two run-list accesses at one index, one with a real inner index or
+more than one inner index (`MAX_LOCATED`, `MAX_INNER`: compile time), and the rare point where
+another run-list access of the program has an empty fiber (no run to read a probe from).
 """
 from __future__ import annotations
 
@@ -37,9 +39,13 @@ from .simplify import MAYBE, PRESENT, simplify
 
 # run-list accesses whose points are weighed per slice in one collapse: each reads the children of
 # the runs beside the point through two probe accesses, whose inner steppers multiply the code of
-# the merges below (a merge of k spike steppers has up to 2^k versions); with more, or with a real
-# index among the inner ones, the points are refused at run time (STATUS_COUNT_AT_RUN_BOUND)
+# the merges below (a merge of k spike steppers has up to 2^k versions); with more, with a real
+# index among the inner ones, or with more than MAX_INNER inner indices, the points are refused at
+# run time (STATUS_COUNT_AT_RUN_BOUND)
 MAX_LOCATED = 1
+# inner levels below the run list: each is merged three times over (the access and two probes) in
+# the weighted version; a nest of two sparse levels (SRL/BM/SLi) compiled in 10 s of CPU
+MAX_INNER = 1
 
 
 def count_at_point(ctx, idx: str, ext: Extent, a: Assign, point, pinned: Assign, memo: dict):
@@ -61,7 +67,8 @@ def count_at_point(ctx, idx: str, ext: Extent, a: Assign, point, pinned: Assign,
     # a probe with a real index inside would cut that index's partition where the program's
     # tensors do not (its runs' bounds), and be taken there for the access itself
     inner_real = any(ctx.index_kinds.get(i) == "real" for key in located for i in key[1])
-    if len(located) > MAX_LOCATED or inner_real:
+    deep = any(len(key[1]) > MAX_INNER for key in located)
+    if len(located) > MAX_LOCATED or inner_real or deep:
         unlocated |= {key[0] for key in located}
         located = {}
     if len(located) == 1 and not unlocated and _noop_on_fill(a, names):

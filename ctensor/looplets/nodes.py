@@ -200,7 +200,7 @@ class Walk(Looplet):
     cell, `lower.tile.lower_piece`) and the loop body is a no-op on the fill, the pass visits
     `stepper`'s chunks from the cursor to the fiber's end with no seek, no coordinate test and no
     load of the last coordinate; otherwise it lowers `fallback()`, the usual Sequence.  Absolute,
-    like a Sequence: truncation leaves it unchanged (and drops the cover, `passes._rewrite`)."""
+    like a Sequence: truncation leaves it unchanged (and drops the cover, `rewrite._rewrite`)."""
     stepper: Any
     fallback: Callable
     kind = "walk"

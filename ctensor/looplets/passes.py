@@ -10,68 +10,21 @@ covered fiber is walked without tests, and a point is tested once).
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..errors import InvalidProgramError
-from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_lt, lim_min
+from ..extents import Extent, SymLimit, lim_eq, lim_le, lim_min
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I8
-from ..lower.lowerer import at_index, is_tracked, lower, resolve, settle_presence
-from ..lower.notation import Loop, map_accesses, walk_accesses
+from ..lower.lowerer import lower
+from ..lower.notation import Loop
 from ..lower.tile import SUFFIX as TILE_SUFFIX
 from .count import try_count_collapse
 from .extremum import try_extremum_collapse
-from .nodes import (AcceptRun, FillLeaf, Lookup, Phase, Pinpoint, Run, Sequence, Spike, Stepper, Switch,
-                    Thunk, Walk)
+from .nodes import AcceptRun, Lookup, Phase, Pinpoint, Run, Sequence, Spike, Stepper, Switch, Thunk, Walk
 from .pins import cut_first, phase_cuts, pin_tails
+from .rewrite import _accesses, _bind, _noop_on, _rewrite
 from .truncate import truncate
-
-
-def _rewrite(ctx, loop, pick, make, ext_new=None):
-    """Substitute make(acc) for accesses at the loop index selected by `pick`; truncate the others."""
-    tracked = False
-
-    def f(acc):
-        nonlocal tracked
-        if not at_index(acc, loop.idx):
-            return acc
-        if pick(acc):
-            new = make(acc)
-        elif ext_new is not None:
-            if loop.idx in acc.covered and not _same(loop.ext, ext_new):
-                # the looplet is lowered on part of the extent its cursor was set up for: it must
-                # seek and test again (a picked access keeps the mark: the pass cut the extent
-                # to its own range)
-                acc = replace(acc, covered=acc.covered - {loop.idx})
-            new = truncate(acc.tns, loop.ext, ext_new)
-        else:
-            return acc
-        out = resolve(ctx, acc, new)
-        tracked = tracked or is_tracked(out)
-        return out
-    body = map_accesses(loop.body, f)
-    return settle_presence(body) if tracked else body
-
-
-def _same(ext, sub) -> bool:
-    eq = lambda x, y: x == y or b.is_const(lim_eq(x, y), True)
-    return sub is ext or (eq(sub.start, ext.start) and eq(sub.stop, ext.stop))
-
-
-def _accesses(loop, cls):
-    return [a for a in walk_accesses(loop.body) if at_index(a, loop.idx) and isinstance(a.tns, cls)]
-
-
-def _bind(ctx, x: SymLimit, hint, finite=None) -> SymLimit:
-    # a min/max keeps its operands for lim_le, bound here too: read later, they must still have
-    # the values they had at this point
-    parts = None if x.parts is None else (x.parts[0], _bind(ctx, x.parts[1], hint + "_a"),
-                                          _bind(ctx, x.parts[2], hint + "_b"))
-    out = SymLimit(ctx.let(x.v, hint), ctx.let(x.e, hint + "_e"), x.finite if finite is None else finite, parts)
-    if out.finite:                       # a fact for the guard prover (stored coordinates are finite)
-        ctx.assume(b.lt(b.f64(float("-inf")), out.v))
-    return out
+from .walk import try_spike_walk, walk_pass
 
 
 # ---------------------------------------------------------------- passes
@@ -271,115 +224,6 @@ def _e_ge(e, f) -> bool:
     return b.is_const(e) and b.is_const(f) and e.value >= f.value
 
 
-def _noop_on(ctx, loop, acc, leaf) -> bool:
-    """Is the loop body a no-op where access `acc` reads `leaf` (x * 0, x & false, min= inf...)?"""
-    from ..lower.simplify import simplify
-    return simplify(_rewrite(ctx, loop, lambda a: a is acc, lambda a: leaf)) is None
-
-
-WHOLE_SPLIT_NEST = 2     # nested "whole fiber" versions allowed below one (4 copies of a body at most)
-
-
-def try_spike_walk(ctx, loop, acc) -> bool:
-    """A lone stepper of spikes whose fill makes the body a no-op (x * 0, x & false, min= inf...):
-    visit its stored coordinates only — `q = seek(start); while stop(q) <= ext.stop: body at
-    stop(q); q++` — instead of merging extents with Limit arithmetic (the sparse iteration of the
-    Looplets paper §4.5 when the fill annihilates).  Emits nothing and returns False otherwise."""
-    st, ext = acc.tns, loop.ext
-    if not st.spikes or st.stop_eps != 0 or not _noop_on(ctx, loop, acc, FillLeaf(st.fill)):
-        return False
-    go = ctx.mut(ir.I1, ext.nonempty(), loop.idx + "_go")
-    ctx.if_(ir.Read(go), lambda: st.seek(ctx, ext))
-    visit, at = _visit(ctx, loop, acc, st), _at(ctx, loop, st)
-
-    def walk():
-        with ctx.block() as body:
-            s = at()
-
-            def step():
-                visit(s)
-                # the extent lies inside the stepper's phase, which ends at its last stop: a stop
-                # before ext.stop has a successor, so the next load stays in the buffer
-                ctx.assign(go, lim_lt(s, ext.stop))
-                st.next(ctx, b.TRUE)
-            ctx.if_(lim_le(s, ext.stop), step, lambda: ctx.assign(go, b.FALSE))
-        ctx.emit(ir.While(ir.Read(go), body))
-
-    if st.last is None:
-        walk()
-        return True
-    # every coordinate left in the fiber is <= its last one <= ext.stop: a second version of the
-    # body loops on positions.  Each such split doubles the code below it, so a body that already
-    # holds WHOLE_SPLIT_NEST nested splits gets none (a d-dimensional box over pinpoints:
-    # 2^d copies of the innermost loop otherwise); the innermost levels, where it pays, keep it.
-    outer, ctx.whole_splits = ctx.whole_splits, 0
-    with ctx.block() as general:
-        walk()
-    inner = ctx.whole_splits
-    if inner >= WHOLE_SPLIT_NEST:
-        ctx.extend(general)
-    else:
-        # bound here, before the `if` (the general version, collected above, is not emitted yet)
-        whole = ctx.let(b.land(ir.Read(go), lim_le(st.last(), ext.stop)), loop.idx + "_whole")
-        with ctx.block() as counted:
-            ctx.assume(whole)
-            _counted_walk(ctx, loop, acc, st)
-        ctx.emit(ir.If(whole, counted, general))
-        inner += 1
-    ctx.whole_splits = max(outer, inner)
-    return True
-
-
-def _visit(ctx, loop, acc, st):
-    """visit(s): lower the loop body at the stored coordinate s, the stepper's current spike tail."""
-    def visit(s):
-        point = Extent(s, s, loop.ext.continuous)
-        spike = st.chunk(ctx)
-        new = _rewrite(ctx, loop, lambda a: a is acc, lambda a: Run(spike.tail), point)
-        # the stored point is a piece of its own wherever the body is not a no-op on the fill
-        with ctx.pinning(loop.idx, b.TRUE if loop.ext.continuous else None):
-            lower(ctx, Loop(loop.idx, point, new))
-    return visit
-
-
-def _at(ctx, loop, st):
-    """at(): bind the stepper's current stored coordinate (inside the loop being emitted)."""
-    def at():
-        st.preamble(ctx)
-        s = _bind(ctx, st.stop(ctx), loop.idx + "_at", True)
-        ctx.assume(lim_le(loop.ext.start, s))     # the cursor is at or after the extent's start
-        return s
-    return at
-
-
-def _counted_walk(ctx, loop, acc, st):
-    """`while more: body at the current coordinate; next` — every coordinate left in the fiber is
-    known to lie in the extent."""
-    visit, at = _visit(ctx, loop, acc, st), _at(ctx, loop, st)
-    with ctx.block() as body:
-        s = at()
-        ctx.assume(lim_le(s, loop.ext.stop))
-        visit(s)
-        st.next(ctx, b.TRUE)
-    ctx.emit(ir.While(st.more(ctx), body))
-
-
-def walk_pass(ctx, loop):
-    """A Walk: when its access is covered at the loop (every stored coordinate lies in the extent,
-    `lower.tile.lower_piece`) and the body is a no-op on the fill, the counted walk from the cursor
-    (no seek, no coordinate test, no load of the last coordinate); otherwise the fallback."""
-    acc = _accesses(loop, Walk)[0]
-    st = acc.tns.stepper
-    walkable = st.spikes and st.stop_eps == 0 and st.more is not None
-    # alone at the loop: a looplet that would cut the extent goes first (a box's phases before a
-    # walk of the whole fiber)
-    if loop.idx in acc.covered and walkable and _alone(loop, acc) and _noop_on(ctx, loop, acc, FillLeaf(st.fill)):
-        _counted_walk(ctx, loop, acc, st)
-        return
-    body = _rewrite(ctx, loop, lambda a: a is acc, lambda a: acc.tns.fallback())
-    lower(ctx, Loop(loop.idx, loop.ext, body))
-
-
 def pinpoint_pass(ctx, loop):
     """One stored coordinate c: when the body is a no-op on the fill, `if start <= c <= stop: body
     at [c, c]` (the other accesses truncated to the point, so a stepper there seeks c); otherwise
@@ -399,12 +243,6 @@ def pinpoint_pass(ctx, loop):
             go()
         else:
             ctx.if_(b.land(lim_le(ext.start, pt.coord), lim_le(pt.coord, ext.stop)), go, prove=True)
-
-
-def _alone(loop, acc) -> bool:
-    """Is `acc` the only access at the loop that cuts the extent (the others are point-wise
-    writers or runs)?"""
-    return all(a is acc or isinstance(a.tns, (Lookup, Run)) for a in _accesses(loop, object))
 
 
 def acceptrun_pass(ctx, loop):

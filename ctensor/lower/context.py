@@ -2,7 +2,8 @@
 
 It owns the statement stack (structured blocks), fresh names, kernel parameters (one per runtime
 buffer or scalar, in argument order) and small code helpers that levels share: `let` binding,
-mutable variables, growable buffers and the galloping/binary search used by `seek`.
+mutable variables, growable buffers; the galloping/binary searches used by `seek` are in
+`lower.search`.
 """
 from __future__ import annotations
 
@@ -14,15 +15,12 @@ from ..analysis.guards import GuardProver
 from ..extents import lim_eq
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.types import F64, I1, I64, PtrType, ScalarType
+from ..ir.types import F64, I64, PtrType, ScalarType
+from .search import Searches
 from .tile import SUFFIX
 
 
-# positions a forward search from a finger scans one by one before it gallops
-SCAN = 4
-
-
-class Context:
+class Context(Searches):
     def __init__(self, prove_guards: bool = False):
         # the z3 guard prover (`ctensor.analysis.guards`) and the facts it reasons from, or None
         self.prover = GuardProver() if prove_guards else None
@@ -274,92 +272,6 @@ class Context:
         size = b.mul(b.cast(F64, count), b.cast(F64, shape))
         self.fail_if(b.lt(b.f64(float(MAX_ELEMS)), size), ir.STATUS_OUT_OF_MEMORY)
         return b.mul(count, shape)
-
-    # ---------------------------------------------------------------- search
-    def search_first_ge(self, key_ge, lo, hi, hint="q"):
-        """Smallest q in [lo, hi) with key_ge(q) true (i1), or hi; key_ge must be monotone.
-
-        Requires lo < hi.  Galloping from lo, then binary search: O(log d) probes for a jump of d
-        (Finch's `scansearch`).  Every probe index is < hi, so no load leaves the buffer."""
-        step = self.mut(I64, b.i64(1), hint + "_step")
-        low = self.mut(I64, lo, hint + "_lo")
-
-        def advance(probe):
-            self.assign(low, probe)
-            self.assign(step, b.add(ir.Read(step), ir.Read(step)))
-        self._probe_loop(hint, lambda: b.add(ir.Read(low), ir.Read(step)), lambda q: b.lt(q, hi),
-                         lambda q: b.lnot(key_ge(q)), advance)
-        high = self.mut(I64, b.minimum(b.add(ir.Read(low), ir.Read(step)), hi), hint + "_hi")
-        # key is false at every position low moved to; only the unchecked start may hold
-        self.if_(key_ge(ir.Read(low)), lambda: self.assign(high, ir.Read(low)))
-        self._bisect(key_ge, low, high, hint + "_mid")
-        return self.let(ir.Read(high), hint + "_found")
-
-    def _probe_loop(self, hint, probe_of, in_bounds, keep_going, advance):
-        """while in_bounds(probe) and keep_going(probe): advance(probe), with probe = probe_of()
-        recomputed each round: the loop shape of every scan and gallop below."""
-        go = self.mut(I1, b.TRUE, hint + "_go")
-        with self.block() as body:
-            probe = self.let(probe_of(), hint + "_probe")
-            self.if_(in_bounds(probe),
-                     lambda: self.if_(keep_going(probe), lambda: advance(probe), lambda: self.assign(go, b.FALSE)),
-                     lambda: self.assign(go, b.FALSE))
-        self.emit(ir.While(ir.Read(go), body))
-
-    def _bisect(self, key_ge, low, high, hint):
-        """Binary search between mutable bounds: the answer is in [low, high] and key(high) is
-        true or high is the search's upper bound; leaves the answer in `high`."""
-        with self.block() as body:
-            m = self.let(b.add(ir.Read(low), ir.Bin("div", b.sub(ir.Read(high), ir.Read(low)), b.i64(2))), hint)
-            self.if_(key_ge(m), lambda: self.assign(high, m), lambda: self.assign(low, b.add(m, b.i64(1))))
-        self.emit(ir.While(b.lt(ir.Read(low), ir.Read(high)), body))
-
-    def search_near(self, key_ge, lo, hi, finger, hint="q"):
-        """Smallest q in [lo, hi) with key_ge(q) true, or hi, searching outward from the position
-        `finger` (a mutable variable, clamped to [lo, hi]) and leaving the answer in it.
-
-        From the finger h: a short linear scan forward (sorted queries move the answer by a
-        position or two, and a scan costs one mispredicted branch where a gallop costs several),
-        then a gallop if the scan ran out; if the answer did not move forward and key(h-1) holds,
-        a gallop backward.  O(log d) for an answer d positions away, at most about twice a binary
-        search for an arbitrary finger.  Every load is at a position in [lo, hi)."""
-        if b.is_const(key_ge(lo), True):      # e.g. a search for -inf: the first position
-            return lo
-        res = self.mut(I64, lo, hint + "_res")
-
-        def nonempty():
-            h = self.let(b.maximum(lo, b.minimum(ir.Read(finger), hi)), hint + "_h")
-            near = self.let(b.minimum(b.add(h, b.i64(SCAN)), hi), hint + "_near")
-            p = self.mut(I64, h, hint + "_p")
-            self._probe_loop(hint + "_s", lambda: ir.Read(p), lambda q: b.lt(q, near),
-                             lambda q: b.lnot(key_ge(q)), lambda q: self.assign(p, b.add(q, b.i64(1))))
-            self.assign(res, ir.Read(p))
-            # did not move and the previous position already qualifies: the answer is behind h
-            prev = self.let(b.maximum(b.sub(h, b.i64(1)), lo), hint + "_prev")   # in [lo, hi)
-            back = self.let(b.land(b.land(b.eq(ir.Read(p), h), b.lt(lo, h)), key_ge(prev)), hint + "_back")
-            ahead = b.land(b.eq(ir.Read(p), near), b.lt(near, hi))
-            self.if_(back, lambda: self.assign(res, self._backward(key_ge, lo, prev, hint)),
-                     lambda: self.if_(ahead, lambda: self.assign(
-                         res, self.search_first_ge(key_ge, near, hi, hint + "_g"))))
-        self.if_(b.lt(lo, hi), nonempty)
-        self.assign(finger, ir.Read(res))
-        return self.let(ir.Read(res), hint + "_at")
-
-    def _backward(self, key_ge, lo, h, hint):
-        """The answer is in [lo, h] (key(h) true): gallop down from h to a position whose key is
-        false (or lo), then binary search between."""
-        high = self.mut(I64, h, hint + "_bh")
-        step = self.mut(I64, b.i64(1), hint + "_bs")
-
-        def retreat(probe):
-            self.assign(high, probe)
-            self.assign(step, b.add(ir.Read(step), ir.Read(step)))
-        self._probe_loop(hint + "_b", lambda: b.sub(ir.Read(high), ir.Read(step)), lambda q: b.le(lo, q),
-                         key_ge, retreat)
-        # key is true at high (or high is the original bound); false at high - step or below lo
-        low = self.mut(I64, b.maximum(lo, b.add(b.sub(ir.Read(high), ir.Read(step)), b.i64(1))), hint + "_bl")
-        self._bisect(key_ge, low, high, hint + "_bm")
-        return ir.Read(high)
 
     # ---------------------------------------------------------------- results
     def overflow_flag(self) -> ir.Var:

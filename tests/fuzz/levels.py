@@ -229,8 +229,12 @@ def intervals(rng):
     elif kind == "fill":
         fill = _pick(rng, [1.0, -1.0, 0.5])
     homog = not hetero and len(set(cl)) <= 1
-    t = ct.intervals(L, R, values=vals, closed=(cl[0] if cl else closed) if homog else cl, fill=fill)
-    return t, f"intervals[{'hetero' if not homog else closed},{kind},n={n}]"
+    # a UniformGrid above the runs (`ct.intervals(..., grid=)`, each run listed in every cell it
+    # meets), where the runs are finite (a grid refuses ±inf ends); the function is the same
+    grid = int(rng.integers(1, 4)) if n and np.isfinite(L).all() and np.isfinite(R).all() \
+        and rng.random() < 0.25 else None
+    t = ct.intervals(L, R, values=vals, closed=(cl[0] if cl else closed) if homog else cl, fill=fill, grid=grid)
+    return t, f"intervals[{'hetero' if not homog else closed},{kind},n={n}" + (f",grid={grid}]" if grid else "]")
 
 
 def points(rng, d, n):

@@ -308,3 +308,18 @@ def test_a_deep_outer_run_list_is_refused_at_its_points():
                                     np.array([2.0]), np.array([2.0]), closed="both"))
     text = "s[] = (T2[x, i] + 1) * d(x, i; counting, counting)"
     assert ct.einsum(text, T2=T2) == 2.0 == oracle(text, T2=T2).value
+
+
+@pytest.mark.parametrize("text", ["O[i] = (1 - A[x, i]) * (1 - A[x + 1, i]) * d(x; counting)",
+                                  "O[i] = (A[x, i] + A[x + 0.5, i] + 1) * d(x; counting)"])
+def test_one_run_list_read_twice_at_the_same_inner_indices(text):
+    """A[x, i] and A[x + 1, i] carry one name and one key (name, inner indices): the second read's
+    runs were not located, its bounds were taken for the first's, and the counts were wrong
+    ([0, 0] for the oracle's [1, 1]; [0, 2] for [0, 0]).  Such a pair is refused at its points
+    (`Context.locating`), as two run lists are."""
+    leaf = ct.SparseList(ct.Element(0.0, val=np.array([1.0, 1.0])), np.array([0, 1, 2]), np.array([0, 1]), shape=2)
+    A = ct.Tensor(ct.SparseRunList(leaf, np.array([0, 2]), np.array([0.0, 1.0]), np.array([1.0, 2.0]),
+                                   closed="neither"))               # (0, 1) for i = 0, (1, 2) for i = 1
+    with pytest.raises(ct.KernelError, match=REFUSED):
+        ct.einsum(text, A=A)
+    assert [oracle(text, A=A).at(i) for i in range(2)] in ([1.0, 1.0], [0.0, 0.0])

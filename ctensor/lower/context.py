@@ -98,6 +98,10 @@ class Context(Searches):
             if key not in table:
                 table[key] = (acc, nb)
                 added.append(key)
+            elif table[key][0] is not acc:
+                # two reads of one tensor at the same inner indices (A[x, i], A[x + 1, i]): their
+                # cuts carry one name, so neither can be told apart at a point (refused there)
+                self.run_unlocated.setdefault(idx, set()).add(acc.name)
         try:
             yield
         finally:

@@ -86,7 +86,7 @@ def count_at_point(ctx, idx: str, ext: Extent, a: Assign, point, pinned: Assign,
     others = b.land(others_l, others_r)
     fp = ext.finite_pinpoint()
     stuck = at_c(("start", "stop"), lambda n: n in unlocated)
-    if not b.is_const(stuck, False):
+    if not b.is_const(stuck, False) and not memo.get("weighted"):     # once per collapse
         ctx.fail_if(b.land(fp, b.land(stuck, b.lnot(others))), ir.STATUS_COUNT_AT_RUN_BOUND)
     own = at_c(("start", "stop"), lambda n: n in {k[0] for k in located})
     if b.is_const(own, False) or not located:

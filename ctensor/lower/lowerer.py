@@ -161,7 +161,7 @@ def collapse(ctx, loop: Loop):
             any(needs_points(a.op, a.measures.get(idx)) for a in walk_assigns(loop.body)):
         _enumerate(ctx, loop)      # a user ⊕ without idempotence or repeat: one ⊕ per point
         return
-    cache, memo = {}, {}
+    cache, memo = {}, {"body": loop.body}       # memo: `run_counting.count_at_point`'s
 
     def weight(name, make):
         if name not in cache:

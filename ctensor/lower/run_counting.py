@@ -20,7 +20,8 @@ fiber at the access's inner indices.  That weighted version of the body runs onl
 point is such a bound; the plain one elsewhere.  Not weighed, and still stopped with
 STATUS_COUNT_AT_RUN_BOUND at such a point: an access that cannot locate its runs (a reversing
 view of a SparseRunList), two run-list accesses at one index, one with a real inner index or
-more than one inner index (`MAX_LOCATED`, `MAX_INNER`: compile time), and the rare point where
+more than one inner index, or a body below the point looping over other indices (`MAX_LOCATED`,
+`MAX_INNER`: compile time), and the rare point where
 another run-list access of the program has an empty fiber (no run to read a probe from).
 """
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I1, I64
 from ..looplets.nodes import Fiber, FillLeaf
-from .notation import Assign, Call, Lit, Sieve, Val, map_accesses, walk_accesses
+from .notation import Assign, Block, Call, Lit, Loop, Sieve, Val, map_accesses, walk_accesses
 from .simplify import MAYBE, PRESENT, simplify
 
 
@@ -44,7 +45,9 @@ from .simplify import MAYBE, PRESENT, simplify
 # run time (STATUS_COUNT_AT_RUN_BOUND)
 MAX_LOCATED = 1
 # inner levels below the run list: each is merged three times over (the access and two probes) in
-# the weighted version; a nest of two sparse levels (SRL/BM/SLi) compiled in 10 s of CPU
+# the weighted version; a nest of two sparse levels (SRL/BM/SLi) compiled in 10 s of CPU.  Nor
+# may the body below the point loop over other indices: the weighted version copies it whole
+# (a body with three more loops compiled in 32 s of CPU instead of 3)
 MAX_INNER = 1
 
 
@@ -67,7 +70,8 @@ def count_at_point(ctx, idx: str, ext: Extent, a: Assign, point, pinned: Assign,
     # a probe with a real index inside would cut that index's partition where the program's
     # tensors do not (its runs' bounds), and be taken there for the access itself
     inner_real = any(ctx.index_kinds.get(i) == "real" for key in located for i in key[1])
-    deep = any(len(key[1]) > MAX_INNER for key in located)
+    deep = any(len(key[1]) > MAX_INNER for key in located) or \
+        any(set(_loop_indices(memo.get("body"))) - set(key[1]) for key in located)
     if len(located) > MAX_LOCATED or inner_real or deep:
         unlocated |= {key[0] for key in located}
         located = {}
@@ -107,6 +111,18 @@ def count_at_point(ctx, idx: str, ext: Extent, a: Assign, point, pinned: Assign,
     weight = Call("and", (_or([Val(ctx.let(others_l, idx + "_ol"), "bool"), *left]),
                           _or([Val(ctx.let(others_r, idx + "_or"), "bool"), *right])))
     return Sieve(point, a.with_(rhs=Call(MAYBE, (weight, rhs))))
+
+
+def _loop_indices(node):
+    """The indices of the loops in a statement tree (the collapse's body)."""
+    if isinstance(node, Loop):
+        yield node.idx
+        yield from _loop_indices(node.body)
+    elif isinstance(node, Sieve):
+        yield from _loop_indices(node.body)
+    elif isinstance(node, Block):
+        for st in node.stmts:
+            yield from _loop_indices(st)
 
 
 def _noop_on_fill(a: Assign, names) -> bool:

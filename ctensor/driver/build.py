@@ -107,6 +107,7 @@ def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_su
     order = plan.order
     if tiling is not None:
         extents, order = tile_extents(tiling, extents), tiling.order
+    ctx.loop_order = tuple(order)
     random_access = out_fmt is None or all(isinstance(lv, (Dense, SparseByteMap)) for lv in out_fmt.levels()[:-1])
     fission = random_access and plan.op == "+" and plan.out_kind == "int" \
         and all(m == "counting" for m in plan.measures.values()) and counting_additive(plan, tensors)

@@ -220,8 +220,8 @@ STATUS_NAMES = {
     STATUS_COUNT_AT_RUN_BOUND: "the counting measure met a point where runs of an outer SparseRunList / "
                                "SparseInterval level (with inner levels) meet or a closed [c, c] run; whether "
                                "it counts differs between inner coordinates, which this kernel does not decide "
-                               "(it does for one such run list with one integer inner index; not for two, "
-                               "a real or a second inner index, or a reversing view): store that tensor with the real index "
+                               "(it does for one such run list at the outermost loop with one integer inner index; "
+                               "not for two, a real or a second inner index, or a reversing view): store that tensor with the real index "
                                "innermost, or as pinpoints (ct.points / a SparseList level) if its runs are points",
     STATUS_INT_OVERFLOW: "an integer reduction overflowed int64 (the sum, or a count of integer coordinates times "
                          "a value, left [-2**63, 2**63 - 1]); it was stopped rather than wrapped: give the inputs "

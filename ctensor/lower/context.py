@@ -48,6 +48,7 @@ class Context(Searches):
         self.run_around: dict = {}
         self.run_unlocated: dict = {}   # real index -> names of those that cannot (for good)
         self.index_kinds: dict = {}     # index -> 'int' | 'real' (the plan's)
+        self.loop_order: tuple = ()     # the loop nest's indices, outermost first
         self.grid_tensors: frozenset = frozenset()     # names of tensors stored under UniformGrid levels
         self.cell_starts: dict = {}     # binned index -> SymLimits of the current cells' lower edges (`lower.tile`)
 

@@ -285,6 +285,27 @@ def test_genomics_workers_equal_one_worker_random(monkeypatch, min_chunk):
         pd.testing.assert_frame_equal(got, genomics.closest(query, idx, ties=t), check_exact=True)
 
 
+@pytest.mark.parametrize("w", [2, 3])
+def test_take_rows_equals_iloc(w):
+    """The output frames' row gather on threads equals `iloc` + `reset_index` for every column kind
+    pair outputs carry (Arrow strings, objects, categoricals, nullable and plain integers, floats,
+    bools, datetimes), with a reversed, non-default index and repeated rows; IndexError for a row
+    out of range (np.take clips)."""
+    from ctensor.apps.frame_take import take_rows
+    rng = np.random.default_rng(1)
+    n = 20_000
+    df = pd.DataFrame({"chrom": pd.array(rng.choice(["chr1", "chr2"], n), dtype="str"),
+                       "start": rng.integers(0, 9, n), "f": rng.random(n),
+                       "o": np.array([str(i) for i in range(n)], object),
+                       "cat": pd.Categorical(rng.choice(list("abc"), n)),
+                       "ni": pd.array(rng.integers(0, 5, n), dtype="Int64"), "b": rng.random(n) > 0.5,
+                       "t": pd.to_datetime(rng.integers(0, 10**9, n), unit="s")}, index=np.arange(n)[::-1])
+    rows = rng.integers(0, n, 50_000)
+    pd.testing.assert_frame_equal(take_rows(df, rows, w), df.iloc[rows].reset_index(drop=True), check_exact=True)
+    with pytest.raises(IndexError):
+        take_rows(df, np.append(rows, n), w)
+
+
 @pytest.mark.parametrize("layout", ["sorted", "grid"])
 def test_genomics_from_4_threads_on_one_index(tracks, layout):
     """Every operation from 4 threads at once on one fresh index (its tensors built and kernels

@@ -39,8 +39,8 @@ Threads.  Every operation that takes queries (all but `merge` and `depth`) accep
 (default 1; -1 for every core): the query rows are split into that many contiguous chunks (of at
 least `workers.MIN_CHUNK` rows each), each chunk runs the compiled kernels on a thread of a
 `concurrent.futures.ThreadPoolExecutor` (the native code runs without the GIL), and the chunks'
-answers are concatenated in query order (reading the query and building the output DataFrame
-stay on the calling thread).
+answers are concatenated in query order; the output frame's rows are gathered column by column
+on the same threads (`frame_take.take_rows`); reading the query stays on the calling thread.
 
 Dask.  Every function accepts a `dask.dataframe` for its intervals (`ctensor.apps.genomics_dask`):
 query operations run per query partition against one index of the data broadcast to the workers,
@@ -59,6 +59,7 @@ from .bedio import read_intervals
 from .genome_index import EINSUMS, GenomeIndex
 from .frame_kinds import polars_in_out
 from .genomics_dask import per_chromosome, queries
+from .frame_take import take_rows
 from .genomics_ops import cluster, complement, jaccard, map, read_rows, signal_stats, slop, window   # noqa: A004
 from .workers import check_workers
 
@@ -172,8 +173,8 @@ def overlap(query, data, return_index: bool = False, workers: int = 1) -> pd.Dat
     q, idx, a = _args(query, data, "overlap", workers)
     _free(q, [f"{c}_" for c in idx.frame.columns] + (["index", "index_"] if return_index else []), "overlap")
     qi, dj = idx.overlap(*a, workers=workers)
-    left = q.iloc[qi].reset_index(drop=True)
-    right = idx.frame.iloc[dj].reset_index(drop=True).add_suffix("_")
+    left = take_rows(q, qi, workers)
+    right = take_rows(idx.frame, dj, workers).add_suffix("_")
     out = pd.concat([left, right], axis=1)
     if return_index:
         out.insert(0, "index_", dj)
@@ -216,7 +217,7 @@ def closest(query, data, ties: str = "all", return_index: bool = False, workers:
           "closest")
     qi, dj, dist = idx.closest(*a, ties=ties, workers=workers, k=k)
     missing = dj < 0
-    left = q.iloc[qi].reset_index(drop=True)
+    left = take_rows(q, qi, workers)
     right = idx.frame.reset_index(drop=True)
     right = right.astype({c: _nullable(right[c].dtype) for c in right.columns
                           if pd.api.types.is_integer_dtype(right[c])})
@@ -239,7 +240,7 @@ def intersect(query, data, workers: int = 1) -> pd.DataFrame:
     `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
     q, idx, a = _args(query, data, "intersect", workers)
     qi, _, ps, pe = idx.intersect(*a, workers=workers)
-    out = q.iloc[qi].reset_index(drop=True)
+    out = take_rows(q, qi, workers)
     zero = (out["start"] == out["end"]).to_numpy()
     out["start"] = np.where(zero, out["start"].to_numpy(), ps)
     out["end"] = np.where(zero, out["end"].to_numpy(), pe)
@@ -265,7 +266,7 @@ def subtract(a, b, workers: int = 1) -> pd.DataFrame:
     `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
     q, idx, args = _args(a, b, "subtract", workers)
     qi, ps, pe = idx.subtract(*args, workers=workers)
-    out = q.iloc[qi].reset_index(drop=True)
+    out = take_rows(q, qi, workers)
     out["start"] = ps
     out["end"] = pe
     return out

@@ -270,6 +270,7 @@ def window(query, data, w: int = 1000, left=None, right=None, workers: int = 1) 
     bedtools does); columns as `overlap` (query columns, then data columns
     suffixed `_`), query rows in order, each one's pairs in data start order.  Einsum `overlap`
     on the stretched queries.  Raises FormatError for a negative or non-integer width."""
+    from .frame_take import take_rows
     from .genomics import overlap
     left, right = (w if left is None else left), (w if right is None else right)
     for nm, x in (("w", w), ("left", left), ("right", right)):
@@ -282,7 +283,7 @@ def window(query, data, w: int = 1000, left=None, right=None, workers: int = 1) 
     got = overlap(wide, data, return_index=True, workers=workers)
     qi = got.pop("index").to_numpy()
     got = got.drop(columns=["index_", "chrom", "start", "end"])
-    return pd.concat([q.iloc[qi].reset_index(drop=True), got], axis=1)
+    return pd.concat([take_rows(q, qi, workers), got], axis=1)
 
 
 @polars_in_out

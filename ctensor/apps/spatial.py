@@ -61,7 +61,7 @@ from ..formats.sparse_list import SparseList
 from ..formats.tensor import Tensor
 from .spatial_entry import disk_box as _disk_box, disk_box_scalar as _disk_box_scalar, query_entry
 from .spatial_input import as_coords, boxes_arg, cell_points_arg, pair_arg, radii_arg, radius_arg, replay
-from .workers import check_workers, compiled, map_chunks
+from .workers import check_workers, compiled, map_chunks, map_parts
 
 __all__ = ["EINSUMS", "PointIndex", "box_query", "index", "radius_query"]
 
@@ -267,14 +267,19 @@ class PointIndex:
         return x0, y0, x1, y1
 
     # ------------------------------------------------------------------ batched queries
-    def _pairs(self, name, box, rows, **args):
-        """Pairs (query, id) of a batched kernel over the boxes `box` of the queries `rows`."""
-        if self.n == 0 or box.modes()[0].shape == 0:
-            return np.zeros((2, 0), np.int64)
-        args = dict(B=box, P=self.tensor, **args)
+    def _keys(self, name, lo, hi, first, **vectors):
+        """The pairs of a batched kernel over the boxes lo, hi (queries first, first + 1, ...), clipped
+        to the points' bounds (`_clip_many`): int64 keys q * n + id, sorted, or a (2, k) array of
+        pairs sorted by (query, id) when such keys could overflow."""
+        lo, hi, rows = self._clip_many(lo, hi)
+        if self.n == 0 or len(rows) == 0:
+            return np.zeros(0, np.int64)
+        rows += first
+        args = dict(B=_box_tensor(lo, hi), P=self.tensor,
+                    **{k: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v[rows - first])), len(rows)))
+                       for k, v in vectors.items()})
         k = compiled(self.kernels, name, EINSUMS[name], args, out=Dense(SparseList(Pattern(), shape=self.n)))
-        out = k(**args)
-        fibers = out.levels()[1]
+        fibers = k(**args).levels()[1]
         q = np.repeat(rows, np.diff(fibers.ptr))
         ids = self.perm[fibers.idx].astype(np.int64)
         if (int(rows[-1]) + 1) * self.n >= 2**62:          # the key below would overflow
@@ -284,16 +289,33 @@ class PointIndex:
         # (q is already sorted) runs 4-10x faster than lexsort
         key = q * self.n + ids
         key.sort(kind="stable")
-        return np.stack(np.divmod(key, self.n))
+        return key
 
-    def _chunked(self, name, lo, hi, rows, workers, **vectors):
-        """`_pairs` of the clipped boxes lo, hi of the queries `rows`, split into contiguous chunks
-        of queries over `workers` threads; per-query vectors (X, Y, R) are sliced with the boxes."""
-        def chunk(a, b):
-            vec = {k: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v[a:b])), b - a)) for k, v in vectors.items()}
-            return self._pairs(name, _box_tensor(lo[a:b], hi[a:b]), rows[a:b], **vec)
-        parts = map_chunks(chunk, len(rows), workers)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+    def _chunked(self, name, lo, hi, workers, **vectors):
+        """(2, k) pairs of the boxes lo, hi (one per query), split into contiguous chunks of queries
+        over `workers` threads; per-query vectors (X, Y, R) are sliced with the boxes.  Everything
+        per query runs on the chunk's thread, the final (2, k) array is written by the threads in
+        place (`_assemble`): nothing proportional to the pairs is left on the calling thread."""
+        keys = map_chunks(lambda a, b: self._keys(name, lo[a:b], hi[a:b], a,
+                                                  **{k: v[a:b] for k, v in vectors.items()}),
+                          len(lo), workers)
+        return self._assemble(keys)
+
+    def _assemble(self, keys):
+        """The (2, k) pairs of the chunks' `_keys`, in chunk order: each chunk's keys are split by
+        `divmod` into its slice of one preallocated array, one thread per chunk."""
+        sizes = [p.shape[-1] for p in keys]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        out = np.empty((2, int(offsets[-1])), np.int64)
+
+        def write(c):
+            p, a, b = keys[c], offsets[c], offsets[c + 1]
+            if p.ndim == 2:
+                out[:, a:b] = p
+            else:
+                np.divmod(p, self.n, out=(out[0, a:b], out[1, a:b]))
+        map_parts(write, len(keys))
+        return out
 
     def box_many(self, lo, hi, workers: int = 1) -> np.ndarray:
         """(2, k) int64 pairs (query index, point id) of points in each closed box lo[i]..hi[i].
@@ -306,8 +328,7 @@ class PointIndex:
         if bad.size:
             i, j = bad[0]
             raise FormatError(f"lo[{i}, {j}] = {lo[i, j]!r} is greater than hi[{i}, {j}] = {hi[i, j]!r}")
-        lo, hi, rows = self._clip_many(lo, hi)
-        return self._chunked("box_many", lo, hi, rows, workers)
+        return self._chunked("box_many", lo, hi, workers)
 
     def radius_many(self, centers, r, workers: int = 1) -> np.ndarray:
         """(2, k) int64 pairs (query index, point id) of points within distance r (scalar or one per
@@ -318,8 +339,8 @@ class PointIndex:
         m = len(c)
         rr = radii_arg(r, m)
         x0, y0, x1, y1 = _disk_box(c[:, 0], c[:, 1], rr)
-        lo, hi, rows = self._clip_many(np.stack([x0, y0], 1), np.stack([x1, y1], 1))
-        return self._chunked("radius_many", lo, hi, rows, workers, X=c[rows, 0], Y=c[rows, 1], R=rr[rows])
+        return self._chunked("radius_many", np.stack([x0, y0], 1), np.stack([x1, y1], 1), workers,
+                             X=c[:, 0], Y=c[:, 1], R=rr)
 
     def _clip_many(self, lo, hi):
         """`_clip` of each box (row): (lo, hi, rows) of the boxes that meet the points' bounding

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..runtime.api import compile as ct_compile
 
-__all__ = ["COMPILE_LOCK", "MIN_CHUNK", "SORT_AT", "check_workers", "chunks", "compiled", "in_order", "map_chunks",
+__all__ = ["COMPILE_LOCK", "MIN_CHUNK", "SORT_AT", "check_workers", "chunks", "compiled", "in_order", "map_chunks", "map_parts",
            "split_rows"]
 
 # fewer queries than this per chunk are not split further: a chunk's fixed cost (tensor
@@ -57,16 +57,20 @@ def chunks(n: int, workers: int, min_chunk: int | None = None) -> list[tuple[int
 
 
 def map_chunks(fn, n: int, workers: int) -> list:
-    """[fn(lo, hi) for each chunk of `chunks(n, workers)`], in row order; the chunks run on a
-    ThreadPoolExecutor when there are several (the first in the calling thread).  An exception in
-    any chunk is raised here, after every chunk has finished."""
+    """[fn(lo, hi) for each chunk of `chunks(n, workers)`], in row order (`map_parts`)."""
     parts = chunks(n, workers)
-    if len(parts) == 1:
-        return [fn(*parts[0])]
-    with ThreadPoolExecutor(len(parts) - 1, thread_name_prefix="ctensor-worker") as ex:
-        futures = [ex.submit(fn, lo, hi) for lo, hi in parts[1:]]
+    return map_parts(lambda c: fn(*parts[c]), len(parts))
+
+
+def map_parts(fn, n: int) -> list:
+    """[fn(0), ..., fn(n - 1)], run on a ThreadPoolExecutor when n > 1 (fn(0) in the calling
+    thread).  An exception in any part is raised here, after every part has finished."""
+    if n == 1:
+        return [fn(0)]
+    with ThreadPoolExecutor(n - 1, thread_name_prefix="ctensor-worker") as ex:
+        futures = [ex.submit(fn, c) for c in range(1, n)]
         try:
-            first = fn(*parts[0])
+            first = fn(0)
         finally:
             rest = [f.exception() for f in futures]       # wait for all before raising
         errors = [e for e in rest if e is not None]

@@ -37,7 +37,7 @@ CHILD = textwrap.dedent("""
     t_import = time.perf_counter() - t0
     import numpy as np
     import pandas as pd
-    from ctensor.apps import genomics, spatial
+    from ctensor.apps import genomics, graphics, pointcloud, spatial
     t = time.perf_counter()
     import ctensor.driver.pipeline as pipeline
     t_driver = time.perf_counter() - t

@@ -147,6 +147,7 @@ class SplitKernel:
     def __init__(self, inner, split: Split, unsplit=None):
         # unsplit(): the Kernel of the program as written, for a W that is not all finite
         self.inner, self.split, self._unsplit, self._whole = inner, split, unsplit, None
+        self.inner_key = None             # the inner kernel's store key (`driver.pipeline.dense_split`)
 
     def unsplit(self, kwargs):
         """The Kernel of the program as written, compiled on first use for the tensors `kwargs`

@@ -10,7 +10,9 @@ engine caches beside it
 (`codegen.load_compiled`); `k_<key>.fn`, sealed alike, holds the pickled IR function,
 checked on load and unpickled only when `Kernel.fn` / `Kernel.ir` is asked for.  `k_<key>.ref`,
 sealed alike, holds another key: the driver keys a request as made (`alias`), before the rewrites
-that parse its text (`driver.grid_offsets`, `driver.dense_split`), so a warm start skips them.
+that parse its text (`driver.grid_offsets`, `driver.dense_split`), so a warm start skips them;
+`k_<key>.split` (`alias_split`) records a request that compiles to a dense split: its `Split` and
+the inner kernel's key.
 The host is named without llvmlite (`codegen.host`), and the object code is loaded from its shared
 library (`codegen.library`) when it has one: a warm start imports neither llvmlite.binding nor the
 compiler's stages.
@@ -116,6 +118,33 @@ def alias(request: str, key: str) -> None:
             _atomic_write(d / f"k_{request}.ref", _seal(request, key.encode()))
     except OSError:
         pass
+
+
+def alias_split(request: str, split, inner_key: str) -> None:
+    """Record that the request keyed `request` compiles to a dense split (`driver.dense_split`):
+    ``k_<request>.split``, sealed, holds the pickled `Split` and its inner kernel's key."""
+    d = _directory()
+    if d is None or not inner_key.isalnum():
+        return
+    try:
+        blob = _seal(request, pickle.dumps((split, inner_key), protocol=pickle.HIGHEST_PROTOCOL))
+        with _LOCK:
+            _atomic_write(d / f"k_{request}.split", blob)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        pass
+
+
+def load_split(request: str):
+    """(`Split`, inner kernel key) recorded by `alias_split` for `request`, or None (absent, damaged)."""
+    d = _directory()
+    payload = _open(d / f"k_{request}.split", request) if d is not None else None
+    if payload is None:
+        return None
+    try:
+        split, inner_key = pickle.loads(payload)
+    except Exception:
+        return None
+    return (split, inner_key) if isinstance(inner_key, str) and inner_key.isalnum() else None
 
 
 def store(key: str, spec, fn) -> None:

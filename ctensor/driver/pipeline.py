@@ -46,6 +46,9 @@ def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_
                                                 merge_output), (("split_dense", bool(split_dense)),)) \
         if use_store else None
     kernel = _load(request) if request is not None else None
+    if kernel is None and request is not None:
+        kernel = _load_split(request, text, order, semiring=semiring, out=out, assume_valid=assume_valid,
+                             prove_guards=prove_guards, split_sums=split_sums, merge_output=merge_output)
     if kernel is not None:
         return kernel
     from .grid_offsets import rewrite
@@ -58,6 +61,8 @@ def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_
                             prove_guards=prove_guards, split_sums=split_sums, merge_output=merge_output,
                             use_store=use_store)
         if split is not None:
+            if request is not None and split.inner_key is not None:
+                kernel_store.alias_split(request, split.split, split.inner_key)
             return split
     options = _options(semiring, order, out, assume_valid, prove_guards, split_sums, merge_output)
     key = _store_key(text, kwargs, options) if use_store else None
@@ -101,15 +106,36 @@ def dense_split(text, kwargs, *, order=None, **options):
     if order is not None:
         kept = set(split.dense_idxs) - set(split.contracted)
         order = [i for i in order if i not in kept]
+    inner_kwargs = {k: v for k, v in kwargs.items() if k != split.dense}
     try:
-        inner = compile_kernel(split.text, {k: v for k, v in kwargs.items() if k != split.dense}, order=order,
-                               split_dense=False, **options)
+        inner = compile_kernel(split.text, inner_kwargs, order=order, split_dense=False, **options)
     except (InvalidProgramError, TypeError, ValueError):
         return None          # the program as written is compiled, and reports its own error
     if not all_dense_output(inner):
         return None
     # the program as written, compiled on first need for the tensors of that call
     whole = lambda kw: compile_kernel(text, kw, order=written_order, split_dense=False, **options)  # noqa: E731
+    kernel = SplitKernel(inner, split, unsplit=whole)
+    # the inner kernel's request key: a warm start finds it from the split's record (`_load_split`)
+    o = {k: v for k, v in options.items() if k != "use_store"}
+    kernel.inner_key = _store_key(split.text, inner_kwargs, _options(order=order, **o), (("split_dense", False),)) \
+        if options.get("use_store", True) else None
+    return kernel
+
+
+def _load_split(request, text, order, **options):
+    """The `dense_split.SplitKernel` stored for the request key `request` (`kernel_store.alias_split`:
+    the split and its inner kernel's key), or None: a warm start neither parses nor plans the split."""
+    record = kernel_store.load_split(request)
+    if record is None:
+        return None
+    split, inner_key = record
+    inner = _load(inner_key)
+    if inner is None:
+        return None
+    from .dense_split import SplitKernel
+    # the program as written (its own grid rewrite, no split), compiled on first need
+    whole = lambda kw: compile_kernel(text, kw, order=order, split_dense=False, **options)  # noqa: E731
     return SplitKernel(inner, split, unsplit=whole)
 
 

@@ -20,9 +20,9 @@ from ..formats.tensor import Tensor
 from ..ir import nodes as ir
 from ..ir.printer import format_function
 from .args import split_args, user_measures
-from .fastcall import SLOW, Failed, FastCall, shape_groups
+from .fastcall import FastCall, shape_groups
 from .merge_output import unmergeable
-from .output_format import NP_DTYPE, rebuild_output
+from .output_format import NP_DTYPE, cells_taker, rebuild_output
 from .packed import PackedCall
 from .spec import KernelSpec
 from .buffers import free
@@ -221,15 +221,16 @@ class Kernel:
     def __call__(self, **kwargs):
         """Run the kernel: a Python scalar for a 0-d output, else a `ct.Tensor` of `out_fmt`.
         Raises TypeError / FormatError for arguments of other formats, kinds or shapes,
-        InvalidProgramError when the program is invalid on this data (`PackedCall.check_status`)."""
-        got = self._fast(kwargs)
-        if got is SLOW:
-            return self._checked_call(kwargs)
-        if type(got) is Failed:
-            return self._failed(kwargs, got.status)
-        if self.split_sums and not _all_finite(got):
-            return self._sibling("pointwise", kwargs, split_sums=False)(**kwargs)
-        return got
+        InvalidProgramError when the program is invalid on this data (`PackedCall.check_status`).
+        The call is `runtime.fastcall`'s generated function, which takes `_checked_call` for
+        anything it cannot vouch for."""
+        return self._fast(kwargs)
+
+    def _finite(self, kwargs, out):
+        """`out` of a sum computed term by term, or the pointwise kernel's where it is not finite."""
+        if _all_finite(out):
+            return out
+        return self._sibling("pointwise", kwargs, split_sums=False)(**kwargs)
 
     def _checked_call(self, kwargs):
         try:
@@ -267,7 +268,7 @@ class Kernel:
                 cell[0] = cell[1] = 0
 
     def _rebuild(self, tensors, cells):
-        return rebuild_output(self.out_fmt, self.plan, self.merge_output, tensors, cells)
+        return rebuild_output(self.out_fmt, self.plan, self.merge_output, tensors, cells_taker(cells))
 
     # ------------------------------------------------------------------ embedding (runtime.abi, runtime.embed)
     @property

@@ -87,11 +87,18 @@ def check_output_shape(out, kernel, tensors):
                                   f"{es.out}'s index {es.out_idxs[d]!r} has {n} coordinates (from {name})")
 
 
-def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
-    """The output's levels, from the buffers a call grew (`cells`: (depth, buffer name) -> cell of
-    the argument block): Dense shapes from the inputs the plan took them from, sparse levels
-    merged (`merge`: a revisited output, `merge_output.merge_level`) and run lists stored in the
-    closedness `out=` asks for (`merge_output.store_closed`)."""
+def cells_taker(cells):
+    """`take` of `rebuild_output` over the [address, capacity] cells of a call ((depth, buffer name)
+    -> cell): each buffer adopted (`buffers.adopt_array`)."""
+    return lambda depth, attr, n, dtype: adopt_array(cells.get((depth, attr)), n, dtype)
+
+
+def rebuild_output(fmt: Level, plan, merge: bool, tensors, take) -> Level:
+    """The output's levels, from the buffers a call grew (`take(depth, buffer name, n, dtype)`: the
+    first n elements of that buffer as a read-only array, `cells_taker` or `fastcall_out`'s bytes):
+    Dense shapes from the inputs the plan took them from, sparse levels merged (`merge`: a
+    revisited output, `merge_output.merge_level`) and run lists stored in the closedness `out=`
+    asks for (`merge_output.store_closed`)."""
     es = plan.einsum
 
     def shape_of(depth):
@@ -99,22 +106,22 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
         return tensors[name].modes()[d].shape
 
     def build(lvl, depth, npos):
-        cell = lambda attr: cells.get((depth, attr))
+        cell = lambda attr, n, dtype: take(depth, attr, n, dtype)                  # noqa: E731
         if isinstance(lvl, Pattern):
             return Pattern()
         if isinstance(lvl, Element):
             dtype = np.float32 if getattr(lvl, "single", False) else NP_DTYPE[lvl.kind]
-            return lvl.frozen(adopt_array(cell("val"), npos, dtype))    # of the leaf's dtype
+            return lvl.frozen(cell("val", npos, dtype))    # of the leaf's dtype
         if isinstance(lvl, Dense):
             n = shape_of(depth)
             return Dense(build(lvl.child, depth + 1, npos * n), n)
         if isinstance(lvl, SparseByteMap):
             return _byte_map(lvl, build, cell, shape_of(depth), depth, npos)
-        ptr = adopt_array(cell("ptr"), npos + 1, np.int64)
+        ptr = cell("ptr", npos + 1, np.int64)
         nnz = int(ptr[-1])
         if isinstance(lvl, (SparseList, SparsePoint)) or isinstance(lvl, SparseInterval) and lvl.coord == "int":
             # a SparsePoint, an integer SparseInterval is written as a SparseList (`narrow_output`)
-            idx = adopt_array(cell("idx"), nnz, np.float64 if lvl.coord == "real" else np.int64)
+            idx = cell("idx", nnz, np.float64 if lvl.coord == "real" else np.int64)
             shape = shape_of(depth) if lvl.coord == "int" else None
             out = SparseList(build(lvl.child, depth + 1, nnz), ptr, idx, shape=shape, real=lvl.coord == "real")
             out = merge_level(out, plan.op) if merge else out
@@ -125,7 +132,7 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
                 return to_int_interval(lvl, out, es.out, dense_shapes(fmt, depth, shape_of))
             return out
         if isinstance(lvl, (SparseRunList, SparseInterval)):   # a SparseInterval as a SparseRunList
-            arrs = {a: adopt_array(cell(a), nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
+            arrs = {a: cell(a, nnz, t) for a, t in (("left", np.float64), ("right", np.float64),
                                                                  ("left_eps", np.int8), ("right_eps", np.int8))}
             out = SparseRunList.frozen(build(lvl.child, depth + 1, nnz), ptr, arrs["left"], arrs["right"], None,
                                        arrs["left_eps"], arrs["right_eps"])
@@ -140,9 +147,9 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, cells) -> Level:
 def _byte_map(lvl, build, cell, n, depth, npos) -> SparseByteMap:
     """Freeze of a SparseByteMap (Finch sorts its `srt` list): the slots p*n + i the kernel appended,
     in write order, sorted; fiber p's ids are those in [p*n, (p+1)*n)."""
-    nnz = int(adopt_array(cell("count"), 1, np.int64)[0])
-    slots = np.sort(adopt_array(cell("srt"), nnz, np.int64))
+    nnz = int(cell("count", 1, np.int64)[0])
+    slots = np.sort(cell("srt", nnz, np.int64))
     ptr = np.searchsorted(slots, np.arange(npos + 1, dtype=np.int64) * n).astype(np.int64)
     idx = slots - np.repeat(np.arange(npos, dtype=np.int64) * n, np.diff(ptr))
-    tbl = adopt_array(cell("tbl"), npos * n, np.int8).view(np.bool_)
+    tbl = cell("tbl", npos * n, np.int8).view(np.bool_)
     return SparseByteMap(build(lvl.child, depth + 1, npos * n), n, ptr, idx, tbl)

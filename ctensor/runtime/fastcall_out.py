@@ -1,0 +1,183 @@
+"""The output of a fast call (`runtime.fastcall`) built from the one `bytes` object the native
+runner copied the kernel's buffers into (`runtime.runner`), as straight-line Python generated once
+per kernel from its output format, so a call does no format dispatch and no per-buffer ctypes.
+
+`output_lines(kernel, cell_at, shape_of)` returns the lines (and their globals) that build the
+output Tensor from `b` (the bytes) and `blk` (the argument block, whose grown cell at slot c holds
+{0, capacity, byte offset of the buffer in b}).  Every array is `np.frombuffer(b, ...)`: read-only,
+and it keeps `b` alive, so an output owns its memory and nobody can write it.
+
+Inlined: nests of Dense, SparseList and SparseRunList levels over an Element or Pattern leaf, not
+merged (the common outputs).  A run list left at the default closedness is stored homogeneous when
+every endpoint has one ε and its first run's endpoints are finite (then `merge_output.store_closed`
+would say the same); any other run list, and every other output format (SparseByteMap,
+SparsePoint, SparseInterval, a merged output), goes through `output_format.rebuild_output` with
+`bytes_taker`, which is the checked path's code.  A count beyond a buffer's capacity raises
+RuntimeError (the kernel's promise broken), as `buffers.adopt_array` does.
+"""
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+from ..formats.dense import Dense
+from ..formats.element import Element, Pattern
+from ..formats.level import CLOSED, DefaultClosed
+from ..formats.sparse_list import SparseList
+from ..formats.sparse_run_list import SparseRunList
+from ..formats.tensor import Tensor
+from .merge_output import store_closed
+from .output_format import NP_DTYPE
+
+_SIZES = {"ptr": 8, "idx": 8, "left": 8, "right": 8, "left_eps": 1, "right_eps": 1, "tbl": 1, "srt": 8,
+          "count": 8}
+_KNOWN = {"SparseList": ("ptr", "idx"), "SparseRunList": ("ptr", "left", "right", "left_eps", "right_eps"),
+          "SparsePoint": ("ptr", "idx"), "SparseInterval": ("ptr", "idx", "left", "right", "left_eps", "right_eps"),
+          "SparseByteMap": ("tbl", "srt", "count"), "Element": ("val",)}
+
+
+def element_size(out_fmt, depth: int, attr: str):
+    """Bytes per element of grown buffer `attr` of output level `depth` (as the level's lowering
+    allocates it: `lower.context.GrowBuffer`), or None when not known here."""
+    lvls = out_fmt.levels()
+    lvl = lvls[depth] if depth < len(lvls) else None
+    if lvl is None or attr not in _KNOWN.get(type(lvl).__name__, ()):
+        return None
+    if attr == "val":
+        return 4 if getattr(lvl, "single", False) else np.dtype(NP_DTYPE[lvl.kind]).itemsize
+    return _SIZES[attr]
+
+
+def _short(n, capacity):
+    raise RuntimeError(f"kernel output buffer holds fewer than {n} elements ({capacity})")
+
+
+def bytes_taker(b, blk, cell_at):
+    """`take` of `output_format.rebuild_output` over the bytes of a runner call."""
+    def take(depth, attr, n, dtype):
+        c = cell_at[(depth, attr)]
+        if not 0 <= n <= blk[c + 1]:
+            _short(n, blk[c + 1])
+        return np.frombuffer(b, dtype, n, blk[c + 2])
+    return take
+
+
+def inlined(out_fmt, merge: bool) -> bool:
+    """Is this output built by generated lines (module docstring), not by `rebuild_output`?"""
+    if out_fmt is None or merge:
+        return False
+    for lvl in out_fmt.levels():
+        if type(lvl) not in (Dense, SparseList, SparseRunList, Element, Pattern):
+            return False
+    return True
+
+
+def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
+    """(lines, globals) building the output of `kernel` from `b` and `blk` into a `return`.
+    `cell_at`: (depth, attr) -> block slot of the grown cell; `shape_of(depth)`: an expression of
+    the shape of integer output level `depth` (from the inputs' cached modes)."""
+    env = dict(frombuffer=np.frombuffer, short=_short, q_at=struct.Struct("<q").unpack_from,
+               d_at=struct.Struct("<d").unpack_from, isfinite=math.isfinite, TENSOR=Tensor.frozen,
+               DENSE=Dense.frozen, SRL=SparseRunList.frozen, SL=_sparse_list, PATTERN=Pattern,
+               BYTE=[bytes([i]) for i in range(256)], I64=np.dtype(np.int64), F64=np.dtype(np.float64),
+               I8=np.dtype(np.int8), NAME=kernel.es.out)
+    lines = []
+
+    def check(depth, attrs, n):
+        """One test that n elements fit in each buffer (a kernel's promise: RuntimeError if not)."""
+        caps = [f"blk[{cell_at[(depth, a)] + 1}]" for a in attrs]
+        lines.extend([f"if not (0 <= {n} <= {caps[0]}{''.join(f' and {n} <= {c}' for c in caps[1:])}):",
+                      f"    short({n}, {caps[0] if len(caps) == 1 else f'min({chr(44).join(caps)})'})"])
+
+    def buf(var, depth, attr, n, dtype, checked=False):
+        c = cell_at[(depth, attr)]
+        if not checked:
+            check(depth, (attr,), n)
+        lines.append(f"{var} = frombuffer(b, {dtype}, {n}, blk[{c + 2}])")
+        return c
+
+    def build(lvl, depth, npos):
+        if isinstance(lvl, Pattern):
+            lines.append(f"L{depth} = PATTERN()")
+        elif isinstance(lvl, Element):
+            env[f"LEAF{depth}"] = _leaf(lvl)
+            env[f"DT{depth}"] = np.dtype(np.float32 if getattr(lvl, "single", False) else NP_DTYPE[lvl.kind])
+            buf(f"v{depth}", depth, "val", npos, f"DT{depth}")
+            lines.append(f"L{depth} = LEAF{depth}(v{depth})")
+        elif isinstance(lvl, Dense):
+            lines.append(f"n{depth} = {shape_of(depth)}")
+            build(lvl.child, depth + 1, f"{npos} * n{depth}" if npos != "1" else f"n{depth}")
+            lines.append(f"L{depth} = DENSE(L{depth + 1}, n{depth})")
+        else:
+            c = buf(f"ptr{depth}", depth, "ptr", "2" if npos == "1" else f"{npos} + 1", "I64")
+            q = f"q{depth}"
+            lines.append(f"{q} = q_at(b, blk[{c + 2}] + {'8' if npos == '1' else f'8 * {npos}'})[0]")
+            if isinstance(lvl, SparseList):
+                buf(f"idx{depth}", depth, "idx", q, "F64" if lvl.coord == "real" else "I64")
+                build(lvl.child, depth + 1, q)
+                shape = shape_of(depth) if lvl.coord == "int" else "None"
+                lines.append(f"L{depth} = SL(L{depth + 1}, ptr{depth}, idx{depth}, {shape}, "
+                             f"{lvl.coord == 'real'})")
+            else:
+                check(depth, ("left", "right", "left_eps", "right_eps"), q)
+                _run_list(lvl, depth, q, buf, build, lines, env, cell_at)
+        return lines
+
+    build(kernel.out_fmt, 0, "1")
+    lines.append("return TENSOR(L0, NAME)")
+    return lines, env
+
+
+def _run_list(lvl, depth, q, buf, build, lines, env, cell_at):
+    d = depth
+    cl = buf(f"left{d}", d, "left", q, "F64", checked=True)
+    cr = buf(f"right{d}", d, "right", q, "F64", checked=True)
+    build(lvl.child, d + 1, q)
+    # the ε arrays are views only where the list is stored heterogeneous
+    ce, cf = cell_at[(d, "left_eps")], cell_at[(d, "right_eps")]
+    eps = f"frombuffer(b, I8, {q}, blk[{ce + 2}]), frombuffer(b, I8, {q}, blk[{cf + 2}])"
+    hetero = f"SRL(L{d + 1}, ptr{d}, left{d}, right{d}, None, {eps})"
+    if lvl.closed is None:
+        lines.append(f"L{d} = {hetero}")
+        return
+    default = isinstance(lvl.closed, DefaultClosed)
+    # (left ε byte, right ε byte) -> the closedness store_closed gives a homogeneous list
+    env[f"CLOSEDBY{d}"] = {(a % 256, c % 256): name for name, (a, c) in CLOSED.items()
+                           if default or name == lvl.closed}
+    env[f"EMPTY{d}"] = "left" if default else lvl.closed          # store_closed of no runs
+    env[f"STORE{d}"] = lambda out, closed=lvl.closed: store_closed(out, closed)
+    finite = (f" and isfinite(d_at(b, blk[{cl + 2}])[0]) and isfinite(d_at(b, blk[{cr + 2}])[0])"
+              if default else "")
+    lines.extend([
+        f"if {q} == 0:",
+        f"    L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, EMPTY{d})",
+        "else:",
+        f"    e, f = blk[{ce + 2}], blk[{cf + 2}]",
+        f"    cl = CLOSEDBY{d}.get((b[e], b[f]))",
+        f"    if cl is not None and b.count(BYTE[b[e]], e, e + {q}) == {q} and "
+        f"b.count(BYTE[b[f]], f, f + {q}) == {q}{finite}:",
+        f"        L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, cl)",
+        "    else:",
+        f"        L{d} = STORE{d}({hetero})"])
+
+
+def _leaf(proto: Element):
+    """`proto.frozen` (an Element over a kernel's values), with what depends only on the format
+    looked up once: the dtype test `frozen` makes costs more than the rest."""
+    kind, fill, single, new = proto.kind, proto._fill, getattr(proto, "single", False), Element.__new__
+
+    def leaf(val):
+        e = new(Element)
+        e.kind, e._fill, e.val, e.single = kind, fill, val, single
+        return e
+    return leaf
+
+
+def _sparse_list(child, ptr, idx, shape, real):
+    """A SparseList over arrays a kernel wrote (no conversion or check), as `SparseList(...)` with
+    `real=` given would build it."""
+    lv = SparseList.__new__(SparseList)
+    lv.child, lv.real_given, lv.coord, lv.shape, lv.ptr, lv.idx = child, True, "real" if real else "int", shape, ptr, idx
+    return lv

@@ -7,9 +7,11 @@ Tiers (issue 29, continuous paper §7.3): paper — G = 256, C = 28 float32 chan
 clustered blobs, 256 x 256 rays x 128 samples (8.39 M points) from a camera outside the grid; small
 — G = 128, C = 4, 128 x 128 rays x 64 samples; frog — pyvista's frog CT scan (500 x 470 x 136, 4
 channels), 256 x 256 rays x 192 samples of the render example's camera.  Timed: the interpolation of
-all samples from Python to an (M, C) array (ctensor float64, peers float32, every implementation
-allocating its output per call); the peers run one thread (numba kernels are serial; PyTorch under
-torch.set_num_threads(1)).  Compile time is its own test (a cold in-memory and on-disk cache).
+all samples from Python to an (M, C) float32 array (every implementation allocating its output per
+call); the peers run one thread (numba kernels are serial; PyTorch under torch.set_num_threads(1)).
+PyTorch peers: `grid_sample` on the dense volume, a manual 8-corner gather on the dense grid, and
+svox2's sparse pure-PyTorch sampling path (`SparseGrid.sample(use_kernel=False)`: links + compact
+rows, `graphics_peers.torch_svox2`).  Compile time is its own test (a cold in-memory and on-disk cache).
 Every implementation's answer is checked against ctensor's before timing.  PyTorch's paths on the
 paper tier take tens of seconds per round: they run one round.
 """
@@ -64,7 +66,7 @@ def _check(tier, got):
     assert np.abs(got - want).max() <= 1e-4 * max(1.0, float(np.abs(want).max()))
 
 
-IMPLS = ["ctensor", "numba_sparse", "numba_dense", "torch_gather", "torch_grid_sample"]
+IMPLS = ["ctensor", "numba_sparse", "numba_dense", "torch_gather", "torch_grid_sample", "torch_svox2"]
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -89,6 +91,9 @@ def test_interpolate(benchmark, tier, impl):
             out = np.empty((len(pts), C), np.float32)
             pe.numba_dense(dense, pts, out)
             return out
+    elif impl == "torch_svox2":
+        links, data = pe.svox2_layout(vals, occ)
+        run = lambda: pe.torch_svox2(links, data, pts)
     elif impl == "torch_gather":
         flat = torch.from_numpy(np.where(occ[..., None], vals, 0).astype(np.float32).reshape(-1, C))
         run = lambda: pe.torch_gather(flat, vals.shape[:3], pts)

@@ -303,7 +303,7 @@ def query_coords(a, name) -> np.ndarray:
         bad = np.flatnonzero(~np.isfinite(v) | (v != np.round(v)))
         if bad.size:
             raise FormatError(f"{name}[{int(bad[0])}] = {v[bad[0]].item()!r} is not an integer coordinate")
-    bad = np.flatnonzero((v < 0) | (v > MAX_COORD))
-    if bad.size:
+    if v.size and (v.min() < 0 or v.max() > MAX_COORD):       # two reductions, no mask arrays
+        bad = np.flatnonzero((v < 0) | (v > MAX_COORD))
         raise FormatError(f"{name}[{int(bad[0])}] = {v[bad[0]].item()!r} is outside [0, {MAX_COORD}] (2**40 - 1)")
-    return v.astype(np.int64)
+    return v.astype(np.int64, copy=False)

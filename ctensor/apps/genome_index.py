@@ -194,14 +194,15 @@ class GenomeIndex(TrackOps):
         return unique_bytes(self._parts.values())
 
     # ------------------------------------------------------------------ query layout
-    def genome(self, chrom, start, end):
+    def genome(self, chrom, start, end, workers: int = 1):
         """Map query intervals to the genome axis: (widened start, widened end, zero mask), floats.
         `start`, `end`: 1-D integers (or integral floats) in [0, MAX_COORD]; `chrom`: one name per
         query, or one str for all of them.  Raises FormatError naming the first query row with a
         coordinate that is fractional or out of range, or end < start, or a chrom of another
         length; TypeError for non-numeric coordinates (the DataFrame functions of
-        `ctensor.apps.genomics` check far more, through `read_intervals`)."""
-        return query_axis(self.chroms, chrom, start, end)
+        `ctensor.apps.genomics` check far more, through `read_intervals`).  `workers`: threads
+        the chromosome coding of a large batch runs on (`genome_layout.query_axis`)."""
+        return query_axis(self.chroms, chrom, start, end, check_workers(workers))
 
     def _run(self, key, op=None, out=None, **tensors):
         """Call the kernel `key` (compiled from EINSUMS[op or key] on first use)."""
@@ -214,7 +215,7 @@ class GenomeIndex(TrackOps):
         """Number of data intervals overlapping each query (`bedtools intersect -c`), int64 (n,).
         `workers`: threads the queries are split over (contiguous chunks, same result)."""
         check_workers(workers)
-        gs, ge, _ = self.genome(chrom, start, end)
+        gs, ge, _ = self.genome(chrom, start, end, workers)
         return split_rows(self._count, workers, (gs, ge), order_by=gs)
 
     def _ninf(self, n):
@@ -300,7 +301,7 @@ class GenomeIndex(TrackOps):
         arrays, ordered by query row, then data start.  `workers`: threads the queries are split
         over (contiguous chunks, same result)."""
         check_workers(workers)
-        gs, ge, _ = self.genome(chrom, start, end)
+        gs, ge, _ = self.genome(chrom, start, end, workers)
         plan = self._pair_plan(gs, ge)
         return split_rows(lambda s, e: self._overlap(s, e, plan), workers, (gs, ge), rows=(0,), order_by=gs)
 
@@ -316,7 +317,7 @@ class GenomeIndex(TrackOps):
         piece end) on the chromosome's own coordinates, int64 arrays, ordered as `overlap`.
         `workers`: threads the queries are split over (contiguous chunks, same result)."""
         check_workers(workers)
-        gs, ge, _ = self.genome(chrom, start, end)
+        gs, ge, _ = self.genome(chrom, start, end, workers)
         plan = self._pair_plan(gs, ge)
         return split_rows(lambda s, e: self._intersect(s, e, plan), workers, (gs, ge), rows=(0,), order_by=gs)
 
@@ -349,7 +350,7 @@ class GenomeIndex(TrackOps):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k: expected a positive integer, got {k!r}")
         check_workers(workers)
-        gs, ge, _ = self.genome(chrom, start, end)
+        gs, ge, _ = self.genome(chrom, start, end, workers)
         return split_rows(lambda s, e: self._closest(s, e, ties, k), workers, (gs, ge), rows=(0,), order_by=gs)
 
     def _closest(self, gs, ge, ties, k=1):

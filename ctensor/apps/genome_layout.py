@@ -66,6 +66,7 @@ from .. import (
 )
 from ..errors import FormatError
 from .bedio import query_coords
+from .workers import map_chunks
 
 SPAN = float(2**41)
 MAX_CHROMS = 2**53 // 2**41 - 2
@@ -263,9 +264,11 @@ def unique_bytes(tensors) -> int:
 SMALL_BATCH = 256       # queries whose chromosome names are looked up in a dict, not by pandas
 
 
-def query_axis(chroms, chrom, start, end):
+def query_axis(chroms, chrom, start, end, workers: int = 1):
     """Query intervals on the genome axis of an index of chromosomes `chroms` (names, index order):
-    (widened start, widened end, zero mask), as `GenomeIndex.genome` documents."""
+    (widened start, widened end, zero mask), as `GenomeIndex.genome` documents.  `workers`: the
+    chromosome coding (a hash pass over the names) and the axis arithmetic of a large batch run
+    in contiguous chunks on that many threads (pandas' and Arrow's hashing release the GIL)."""
     start, end = query_coords(start, "start"), query_coords(end, "end")
     if start.shape != end.shape:
         raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
@@ -283,18 +286,29 @@ def query_axis(chroms, chrom, start, end):
         if len(chroms) > 1:
             raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
         return s.astype(np.float64), e.astype(np.float64), zero
-    # absent from the data: an empty region after the last chromosome
+    if isinstance(chrom, pd.Series):
+        chrom = chrom.array                          # positional slices below
+    gs, ge = np.empty(len(s), np.float64), np.empty(len(s), np.float64)
+
+    def part(lo, hi):
+        base = _codes(chroms, chrom if isinstance(chrom, str) else chrom[lo:hi]) * SPAN
+        np.add(base, s[lo:hi], out=gs[lo:hi])
+        np.add(base, e[lo:hi], out=ge[lo:hi])
+    map_chunks(part, len(s), workers)
+    return gs, ge, zero
+
+
+def _codes(chroms, chrom):
+    """The index of each query's chromosome name in `chroms` (int64; len(chroms) for a name absent
+    from the data, whose queries get an empty region after the last chromosome); a scalar for one
+    name given for every query."""
     if isinstance(chrom, str):          # one name for every query: one lookup, not one per query
-        codes = np.full(start.shape, chroms.index(chrom) if chrom in chroms else len(chroms), np.int64)
-    elif len(chrom) <= SMALL_BATCH:     # a dict beats pandas' hashing set-up (~100 µs)
-        code = {name: k for k, name in enumerate(chroms)}
-        codes = np.fromiter((code.get(c, len(chroms)) for c in chrom), np.int64, len(chrom))
-    else:
-        # one hash pass over the names (factorize: ~6x faster than Index.get_indexer on objects),
-        # then the few distinct names looked up
-        local, names = pd.factorize(chrom)
-        code = {name: k for k, name in enumerate(chroms)}
-        lut = np.fromiter((code.get(str(c), len(chroms)) for c in names), np.int64, len(names))
-        codes = np.where(local < 0, len(chroms), lut[local] if len(names) else 0)     # NaN: no chromosome
-    base = codes * SPAN
-    return base + s, base + e, zero
+        return np.int64(chroms.index(chrom) if chrom in chroms else len(chroms))
+    code = {name: k for k, name in enumerate(chroms)}
+    if len(chrom) <= SMALL_BATCH:       # a dict beats pandas' hashing set-up (~100 µs)
+        return np.fromiter((code.get(c, len(chroms)) for c in chrom), np.int64, len(chrom))
+    # one hash pass over the names (factorize: ~6x faster than Index.get_indexer on objects),
+    # then the few distinct names looked up
+    local, names = pd.factorize(chrom)
+    lut = np.fromiter((code.get(str(c), len(chroms)) for c in names), np.int64, len(names))
+    return np.where(local < 0, len(chroms), lut[local] if len(names) else 0)     # NaN: no chromosome

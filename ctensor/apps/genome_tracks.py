@@ -21,7 +21,7 @@ class TrackOps:
         """Bases of each (widened) query interval covered by at least one data interval, int64.
         `workers`: threads the queries are split over (contiguous chunks, same result)."""
         check_workers(workers)
-        gs, ge, _ = self.genome(chrom, start, end)
+        gs, ge, _ = self.genome(chrom, start, end, workers)
         return split_rows(self._covered, workers, (gs, ge), order_by=gs)
 
     def _covered(self, gs, ge):
@@ -33,7 +33,7 @@ class TrackOps:
         query length (zero-length queries count as 2, as bedtools widens them), covered fraction.
         `workers`: threads the queries are split over (contiguous chunks, same result)."""
         check_workers(workers)
-        gs, ge, _ = self.genome(chrom, start, end)
+        gs, ge, _ = self.genome(chrom, start, end, workers)
         count, covered = split_rows(lambda s, e: (self._count(s, e), self._covered(s, e)), workers, (gs, ge),
                                     order_by=gs)
         length = (ge - gs).astype(np.int64)           # widened lengths; exact in float64
@@ -45,7 +45,7 @@ class TrackOps:
         covered keeps its original coordinates, as bedtools prints it.  `workers`: threads the
         queries are split over (contiguous chunks, same result)."""
         check_workers(workers)
-        gs, ge, zero = self.genome(chrom, start, end)
+        gs, ge, zero = self.genome(chrom, start, end, workers)
         st, en = np.asarray(start, np.int64), np.asarray(end, np.int64)
         return split_rows(self._subtract, workers, (gs, ge, zero, st, en), rows=(0,), order_by=gs)
 

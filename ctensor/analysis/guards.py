@@ -24,7 +24,8 @@ stay valid.  Only guards over floats or ε (Limit guards) go to z3; integer posi
 
 Order of work: syntactic checks (constant, a fact itself or its negation), the verdict cache
 (keyed by the alpha-renamed guard and the facts relevant to it: those sharing a leaf with it,
-transitively), then z3 under a resource limit (`guard_smt.RLIMIT`).
+transitively), the same verdicts on disk (`guards_memo`: proved by an earlier process), then z3
+under a resource limit (`guard_smt.RLIMIT`).
 
 Switch: `ct.compile(..., prove_guards=False)`, or the environment variable
 `CTENSOR_PROVE_GUARDS=0` for the default (tests compare both).
@@ -36,6 +37,7 @@ import time
 
 from ..ir import build as b
 from ..ir import nodes as ir
+from . import guards_memo
 from .cache import VerdictCache
 from .guard_terms import Canon, conjuncts, direct_state
 
@@ -48,6 +50,15 @@ guard_cache = VerdictCache(maxsize=16384)
 def enabled_by_default() -> bool:
     """The default of `prove_guards`: on unless CTENSOR_PROVE_GUARDS is 0/false/off/no."""
     return os.environ.get("CTENSOR_PROVE_GUARDS", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def _fits(verdict, parts) -> bool:
+    """A verdict read from disk that `_apply` can use for `parts` (a sound line always does: its
+    key fixes the number of parts)."""
+    if verdict[0] == "const":
+        return True
+    keep = verdict[1]
+    return bool(keep) and all(0 <= i < max(1, len(parts)) for i in keep) and len(set(keep)) == len(keep)
 
 
 class _Fact:
@@ -78,7 +89,7 @@ class GuardProver:
         self.max_checks = max_checks
         self.decided = 0                 # guards replaced by a constant (context.guard reads it)
         self.stats = {"asked": 0, "true": 0, "false": 0, "refined": 0, "syntactic": 0,
-                      "cache_hits": 0, "z3_checks": 0, "z3_unknown": 0, "z3_seconds": 0.0}
+                      "cache_hits": 0, "memo_hits": 0, "z3_checks": 0, "z3_unknown": 0, "z3_seconds": 0.0}
         self.log: list = []              # (guard before, guard after)
 
     # ------------------------------------------------------------------ facts
@@ -134,9 +145,15 @@ class GuardProver:
             if verdict is not None:
                 self.stats["cache_hits"] += 1
             else:
-                verdict = self._solve(canon, root, op, part_ids, fact_ids)
-                if verdict is None:
-                    return cond                       # budget spent or unknown: not cached
+                h = guards_memo.key_digest(key)
+                verdict = guards_memo.get(h)
+                if verdict is not None and _fits(verdict, parts):
+                    self.stats["memo_hits"] += 1
+                else:
+                    verdict = self._solve(canon, root, op, part_ids, fact_ids)
+                    if verdict is None:
+                        return cond                   # budget spent or unknown: not cached
+                    guards_memo.put(h, verdict)
                 guard_cache.put(key, verdict)
         return self._apply(cond, verdict, parts, op)
 

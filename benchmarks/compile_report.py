@@ -2,7 +2,11 @@
 each operation in a fresh process with the disk cache off (issue 27 item 5: < 0.2 s per kernel).
 A kernel named `app.op~` is a driver rewrite of that app's einsum (grid offsets, dense split).
 
-    python benchmarks/compile_report.py [--runs 3] [--only box,radius,...] [--no-extras]
+    python benchmarks/compile_report.py [--runs 3] [--only box,radius,...] [--no-extras] [--memo]
+
+`--memo` adds a second table: each operation compiled cold in a cache directory that holds only the
+guard verdicts (`analysis.guards_memo`) the *other* operations' compiles wrote, as in a later
+session that compiles a new kernel (the kernel cache is on there: its writes are part of the time).
 
 First (unless --no-extras): `import ctensor` time and `codegen.load_compiled` time in fresh processes
 (a warm load from the entry's shared library, without llvmlite).
@@ -165,8 +169,8 @@ def _env(**extra):
 PYCACHE = os.path.join(__import__("tempfile").gettempdir(), f"ctensor-compile-report-pyc-{os.getpid()}")
 
 
-def child(code):
-    env = _env(CTENSOR_CACHE_DIR="off")
+def child(code, cache="off"):
+    env = _env(CTENSOR_CACHE_DIR=cache)
     o = subprocess.run([sys.executable, "-c", CHILD, code], env=env, capture_output=True, text=True,
                        cwd=ROOT, timeout=600)
     if o.returncode:
@@ -258,6 +262,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default="")
     ap.add_argument("--no-extras", action="store_true", help="skip the import and load_compiled timings")
+    ap.add_argument("--memo", action="store_true", help="also: cold compiles with the other operations' guard "
+                                                        "verdicts on disk")
     args = ap.parse_args()
     # fill the bytecode cache once (every module an app compile imports)
     subprocess.run([sys.executable, "-c", "import ctensor.apps.genomics, ctensor.apps.spatial, ctensor.apps.graphics, ctensor.apps.pointcloud, z3, llvmlite.binding"],
@@ -268,10 +274,19 @@ def main():
         extras(args.runs)
     ops = [o for o in OPS if not args.only or o in args.only.split(",")]
     print(f"cold compile per app kernel, seconds (min of {args.runs} fresh processes, CTENSOR_CACHE_DIR=off)")
+    table(ops, args.runs, lambda op: child(OPS[op]))
+    if args.memo:
+        memos = seed_memos(ops)
+        print(f"\ncold compile per app kernel with the guard verdicts of the other operations on disk "
+              f"(`analysis.guards_memo`: a later session; kernel cache empty), seconds (min of {args.runs})")
+        table(ops, args.runs, lambda op: with_memo(op, memos))
+
+
+def table(ops, runs, run):
     print(f"| operation | kernel | {' | '.join(STAGES)} | total | cpu | run (ms) |")
     print("|---|---|" + "---|" * (len(STAGES) + 3))
     for op in ops:
-        results = [child(OPS[op]) for _ in range(args.runs)]
+        results = [run(op) for _ in range(runs)]
         n = min(len(r["kernels"]) for r in results)
         for k in range(n):
             rows = [r["kernels"][k] for r in results]
@@ -280,6 +295,31 @@ def main():
             cpu = min(r["cpu"] for r in rows)
             print(f"| {op} | {name_of(rows[0]['text'])} | " + " | ".join(f"{best[s]:.3f}" for s in STAGES)
                   + f" | {total:.3f} | {cpu:.3f} | {min(r['run'] for r in results) * 1e3:.2f} |", flush=True)
+
+
+def seed_memos(ops) -> dict:
+    """op -> (memo file name, its verdict lines) after compiling op alone into an empty cache."""
+    import tempfile
+    out = {}
+    for op in ops:
+        with tempfile.TemporaryDirectory() as d:
+            child(OPS[op], d)
+            files = [f for f in os.listdir(d) if f.startswith("guards_") and f.endswith(".memo")]
+            out[op] = (files[0] if files else None,
+                       [ln for f in files for ln in open(os.path.join(d, f)).read().splitlines()])
+    return out
+
+
+def with_memo(op, memos):
+    """A cold compile of `op` in a cache directory holding only the other operations' verdicts."""
+    import tempfile
+    name = next((m[0] for m in memos.values() if m[0]), None)
+    lines = sorted({ln for o, (_, ls) in memos.items() if o != op for ln in ls})
+    with tempfile.TemporaryDirectory() as d:
+        if name:
+            with open(os.path.join(d, name), "w") as f:
+                f.write("".join(ln + "\n" for ln in lines))
+        return child(OPS[op], d)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,10 @@ def test_bad_input():
         g.interpolate(grid, [[0, 0, 0], [1, 1, np.nan]])
     with pytest.raises(ct.FormatError, match=r"points\[0, 0\] = inf"):
         g.interpolate(grid, [[np.inf, 0, 0]])
+    with pytest.raises(ct.FormatError, match=r"points\[0, 2\] = inf"):
+        g.interpolate(grid, [[1.0, 1.0, np.inf], [0, -np.inf, 0]])
+    # finite points whose sum overflows (the finiteness check's first pass) are accepted
+    assert not g.interpolate(grid, [[1e308, 1e308, 1e308], [-1e308, -1e308, 1.0]]).any()
     with pytest.raises(ct.FormatError, match=r"points: expected shape \(n, 3\), got \(4,\)"):
         g.interpolate(grid, [1.0, 2.0, 3.0, 4.0])
     with pytest.raises(TypeError, match="points: expected a real numeric array, got dtype <U1"):

@@ -36,7 +36,13 @@ def real_array(x, name: str, shape: tuple) -> np.ndarray:
         want = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ")"
         raise FormatError(f"{name}: expected shape {want}, got {a.shape}")
     a = np.ascontiguousarray(a, np.float64)
-    _first_bad(np.isfinite(a), a, name, "is not finite")
+    # the sum of finite values is finite unless it overflows: one pass with no temporary (a
+    # NaN/inf makes it NaN/inf), the element search only then (half the time of isfinite().all()
+    # on 25 M coordinates)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = a.sum()
+    if not np.isfinite(total):
+        _first_bad(np.isfinite(a), a, name, "is not finite")
     return a
 
 

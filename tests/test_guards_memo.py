@@ -106,3 +106,16 @@ def test_a_new_kernel_with_known_guards_compiles_without_z3(tmp_path):
     assert radius.returncode == 0, radius.stderr[-3000:]
     src, checks, hits, z3 = radius.stdout.split()
     assert src == "compiled" and checks == "0" and int(hits) > 0 and z3 == "0"
+
+
+def test_a_full_memo_is_read_but_not_extended(memo_dir, monkeypatch):
+    first, _ = prove_once()
+    f = next(memo_dir.glob("guards_*.memo"))
+    size = f.stat().st_size
+    monkeypatch.setattr(guards_memo, "MAX_BYTES", size)
+    new_process()
+    again, stats = prove_once()                       # its one line is read
+    assert stats["memo_hits"] == 1 and repr(again) == repr(first)
+    new_process()
+    guards_memo.put("0" * 32, ("const", True))         # full: nothing appended
+    assert f.stat().st_size == size

@@ -16,7 +16,7 @@ with the cache, or with ``CTENSOR_GUARD_MEMO=0``), one line per verdict, ``<key>
 <check>`` (verdict ``T``, ``F`` or ``K0,2``: the parts kept; check: 8 hex digits of sha256 of the
 rest).  Lines are appended with one O_APPEND write each (whole lines, however many processes
 write); a line that fails its check or does not parse is skipped; past `MAX_BYTES` the file is
-neither read nor extended.  Thread-safe (one lock).
+no longer extended (its first `MAX_BYTES` are read).  Thread-safe (one lock).
 """
 from __future__ import annotations
 
@@ -70,10 +70,8 @@ def _check(h: str, v: str) -> str:
 def _read(path) -> dict:
     memo: dict = {}
     try:
-        if os.path.getsize(path) > MAX_BYTES:
-            return memo
         with open(path, "rb") as f:
-            data = f.read(MAX_BYTES)
+            data = f.read(MAX_BYTES)       # a full file: its first MAX_BYTES (a cut line fails its check)
     except OSError:
         return memo
     for line in data.decode("ascii", "replace").splitlines():
@@ -114,7 +112,7 @@ def put(h: str, verdict) -> None:
             return
         memo[h] = verdict
         try:
-            if os.path.exists(path) and os.path.getsize(path) > MAX_BYTES:
+            if os.path.exists(path) and os.path.getsize(path) >= MAX_BYTES:
                 return
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..runtime.api import compile as ct_compile
 
-__all__ = ["COMPILE_LOCK", "MIN_CHUNK", "SORT_AT", "check_workers", "chunks", "compiled", "in_order", "map_chunks", "map_parts",
-           "split_rows"]
+__all__ = ["COMPILE_LOCK", "MIN_CHUNK", "SORT_AT", "check_workers", "chunks", "compiled", "in_order", "join_parts",
+           "map_chunks", "map_parts", "split_rows"]
 
 # fewer queries than this per chunk are not split further: a chunk's fixed cost (tensor
 # construction, argument packing, output rebuild: ~50-100 µs) would outweigh the native work
@@ -106,10 +106,31 @@ def split_rows(fn, workers: int, arrays, rows=(), order_by=None):
     if len(parts) == 1:
         return parts[0]
     if not isinstance(parts[0], tuple):
-        return np.concatenate(parts)
+        return join_parts([(p,) for p in parts])[0]
     los = [lo for lo, _ in chunks(n, check_workers(workers))]
-    return tuple(np.concatenate([p[k] + lo if k in rows else p[k] for p, lo in zip(parts, los)])
-                 for k in range(len(parts[0])))
+    return join_parts(parts, [[lo if k in rows else 0 for k in range(len(parts[0]))] for lo in los])
+
+
+def join_parts(parts, shifts=None) -> tuple:
+    """The chunks' outputs concatenated: `parts[c]` is chunk c's tuple of 1-D arrays, `shifts[c][k]`
+    a number added to its k-th array (0 when None).  Each chunk copies its arrays into its slices of
+    preallocated outputs on its own thread (`map_parts`): a pair list of millions of entries is not
+    copied on the calling thread."""
+    width = len(parts[0])
+    sizes = np.array([[len(p[k]) for k in range(width)] for p in parts], np.int64).reshape(len(parts), width)
+    ends = np.cumsum(sizes, axis=0)
+    outs = [np.empty(int(ends[-1, k]), np.result_type(*(p[k] for p in parts))) for k in range(width)]
+
+    def copy(c):
+        for k in range(width):
+            dst = outs[k][ends[c, k] - sizes[c, k]:ends[c, k]]
+            shift = 0 if shifts is None else shifts[c][k]
+            if shift:
+                np.add(parts[c][k], shift, out=dst, casting="unsafe")
+            else:
+                dst[...] = parts[c][k]
+    map_parts(copy, len(parts))
+    return tuple(outs)
 
 
 SORT_AT = 1024          # fewer rows than this run in the order given (the index stays in cache)

@@ -7,10 +7,12 @@ The peer of each 2-thread timing is the same work on one thread, in the same run
   tensors, called one after the other ("serial") or from two threads at once ("2 threads");
 - genomics: `count_overlaps` and `overlap` of 1e6 queries against 1e6 intervals (uniform on
   2e8 bp, lengths uniform in [1, 1000)), workers=1 vs workers=2, as DataFrame functions
-  (`ctensor.apps.genomics`: reading the query frame and building the output frame run on one
-  thread) and as `GenomeIndex` methods on arrays (the split part alone);
+  (`ctensor.apps.genomics`: reading the query frame runs on one thread, the output frame's rows
+  are gathered on the workers) and as `GenomeIndex` methods on arrays;
 - spatial: batches of 10,000 boxes and of 10,000 disks (about 100 points each) over 1e6 uniform
   points, workers=1 vs workers=2.
+- graphics: `interpolate` of ~4.2e6 samples on the small tier's grid (`graphics_data`); point clouds:
+  `kpconv` of 40,000 points of pyvista's airplane mesh at C = 32 (every point a query); workers=1 vs 2.
 - control: numpy sorts two 2e6-float arrays (GIL-free C code, no ctensor) one after the other or in
   two threads: the speed-up two threads can get on this machine at that moment.
 Each result is checked equal to the one-thread result outside the timing.  The table printed at the
@@ -153,3 +155,48 @@ def test_spatial_workers(benchmark, kind, workers):
         got = benchmark(spatial.radius_query, idx, centers, r, workers=workers)
     assert np.array_equal(got, want[kind == "radius"])
     _record(benchmark, f"spatial {kind} (1e4 x 1e6)", workers)
+
+
+# ------------------------------------------------------------------ graphics / point clouds workers=
+@cache
+def _graphics():
+    from ctensor.apps import graphics
+    from graphics_data import TIERS, blob_grid, camera_rays, sample_points
+    t = TIERS["small"]
+    grid = graphics.voxel_grid(blob_grid(t["G"], t["C"], t["occupancy"]))
+    o, d, near, far = camera_rays((t["G"],) * 3, t["rays"] * 2)
+    pts = sample_points(o, d, near, far, t["samples"])          # 4 x the small tier's samples: ~4.2e6
+    return graphics, grid, pts, graphics.interpolate(grid, pts)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_graphics_workers(benchmark, workers):
+    graphics, grid, pts, want = _graphics()
+    benchmark.group = f"graphics interpolate: {len(pts):,} samples, small-tier grid"
+    got = benchmark.pedantic(graphics.interpolate, (grid, pts), {"workers": workers}, rounds=5, warmup_rounds=1)
+    assert np.array_equal(got, want)
+    _record(benchmark, "graphics interpolate", workers)
+
+
+@cache
+def _kpconv():
+    from ctensor.apps import pointcloud as pc
+    from ctensor.examples.pointclouds import paper_radius, sample_mesh
+    pts = sample_mesh("airplane", 40_000, seed=0)
+    r = paper_radius(pts, 30)
+    rng = np.random.default_rng(0)
+    kps = rng.uniform(-r / 2, r / 2, (15, 3))
+    f = rng.standard_normal((len(pts), 32))
+    w = rng.standard_normal((15, 32, 32)) / np.sqrt(15 * 32)
+    args = (pts, f, kps, w, r, r / 2.5)
+    return pc, args, pc.kpconv(*args)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kpconv_workers(benchmark, workers):
+    pytest.importorskip("pyvista")
+    pc, args, want = _kpconv()
+    benchmark.group = "pointcloud kpconv: 40,000 points of the airplane mesh, C = 32"
+    got = benchmark.pedantic(pc.kpconv, args, {"workers": workers}, rounds=5, warmup_rounds=1)
+    assert np.array_equal(got, want)
+    _record(benchmark, "pointcloud kpconv (4e4, C=32)", workers)

@@ -8,6 +8,10 @@ function doing the same work called from Python, in the same run:
   intervals (the DataFrame API and the index's array API) and numba's two binary searches a query;
 * ``spatial box``: ``spatial.box_query`` of one box over 10,000 points (~25 hits, sorted ids) and a
   numba x-slab scan over points sorted by x;
+* ``Dense / ids / run list output``: one call returning a tensor (``C[i] = S[i, x] * B[x] *
+  d(x; lebesgue)`` over 3 ids, the ids of 3 of 4 points in a box, ``C[x] = A[x] * B[x]`` on 3 + 2
+  runs): ``k(**tensors)``, ``ct.einsum(...)``, the kernel alone (``kernel_native``), and a numba
+  function returning the same arrays;
 * ``loop 1e6``: a numba loop making 1e6 tiny calls of ``s[] = A[x + c] * B[x] * d(x; lebesgue)``
   (``c`` changes every call, so no call is loop-invariant): the kernel through its ctypes function
   (an external call), the kernel inlined (`ctensor.runtime.embed.numba_inline`), and a numba
@@ -57,7 +61,7 @@ def _tensors():
 
 
 # ---------------------------------------------------------------- dot: one call from Python
-@pytest.mark.parametrize("impl", ["ctensor_call", "ctensor_einsum", "ctensor_packed_run", "numba"])
+@pytest.mark.parametrize("impl", ["ctensor_call", "ctensor_einsum", "ctensor_packed_run", "kernel_native", "numba"])
 def test_dot(benchmark, impl):
     benchmark.group = "dot (3 + 2 runs)"
     A, B = _tensors()
@@ -73,9 +77,131 @@ def test_dot(benchmark, impl):
         def fn():
             call.run()
             return call.out_cell[0]
+    elif impl == "kernel_native":
+        call = k.pack(A=A, B=B)
+        benchmark.extra_info["calls"] = NATIVE_CALLS
+        benchmark.pedantic(_native_loop, args=(k.ctypes_function, call.block, NATIVE_CALLS), rounds=30,
+                           warmup_rounds=2)
+        assert call.out_cell[0] == pytest.approx(want)
+        return
     else:
         fn = lambda: numba_dot(*A_RUNS, *B_RUNS, 0.0)                       # noqa: E731
     assert fn() == pytest.approx(want)
+    benchmark(fn)
+
+
+# ---------------------------------------------------------------- tensor outputs: one call from Python
+@numba.njit(cache=False)
+def numba_dense(s_left, s_right, lb, rb, vb):
+    """C[i] = ∫ S[i, x]·B[x] dx: each interval of S against B's runs."""
+    out = np.zeros(s_left.shape[0])
+    for i in range(s_left.shape[0]):
+        for j in range(lb.shape[0]):
+            out[i] += max(min(s_right[i], rb[j]) - max(s_left[i], lb[j]), 0.0) * vb[j]
+    return out
+
+
+@numba.njit(cache=False)
+def numba_ids(xs, ys, x0, y0, x1, y1):
+    """Ids of the points in the closed box, increasing."""
+    out = np.empty(xs.shape[0], np.int64)
+    n = 0
+    for i in range(xs.shape[0]):
+        if x0 <= xs[i] <= x1 and y0 <= ys[i] <= y1:
+            out[n] = i
+            n += 1
+    return out[:n].copy()
+
+
+@numba.njit(cache=False)
+def numba_runs(la, ra, va, lb, rb, vb):
+    """C[x] = A[x]·B[x] as runs (left, right, value): the two-pointer merge of half-open runs."""
+    n = la.shape[0] + lb.shape[0]
+    left, right, val = np.empty(n), np.empty(n), np.empty(n)
+    i = j = k = 0
+    while i < la.shape[0] and j < lb.shape[0]:
+        lo, hi = max(la[i], lb[j]), min(ra[i], rb[j])
+        if lo < hi:
+            left[k], right[k], val[k] = lo, hi, va[i] * vb[j]
+            k += 1
+        if ra[i] <= rb[j]:
+            i += 1
+        else:
+            j += 1
+    return left[:k].copy(), right[:k].copy(), val[:k].copy()
+
+
+S_IV = (np.array([0.0, 2.0, 5.0]), np.array([4.0, 6.0, 7.0]))
+PTS = np.array([[0.0, 0.0], [1.0, 1.0], [3.0, 0.5], [1.5, 2.0]])
+OUTPUTS = {
+    "Dense": ("C[i] = S[i, x] * B[x] * d(x; lebesgue)", None),
+    "ids": ("Out[id] = (Box[x, y] & P[x, y, id]) * d(x, y; boolean, boolean)", "ids"),
+    "run list": ("C[x] = A[x] * B[x]", None),
+}
+
+
+def _output_case(kind):
+    A, B = _tensors()
+    if kind == "Dense":
+        kw = dict(S=ct.interval_set(*S_IV), B=B)
+        peer = lambda: numba_dense(*S_IV, *B_RUNS)                                          # noqa: E731
+        check = lambda got, want: np.testing.assert_allclose(got.to_numpy(), want)          # noqa: E731
+    elif kind == "ids":
+        kw = dict(Box=ct.box([0, 0], [2, 2]), P=ct.points(PTS))
+        peer = lambda: numba_ids(PTS[:, 0], PTS[:, 1], 0.0, 0.0, 2.0, 2.0)                 # noqa: E731
+        check = lambda got, want: np.testing.assert_array_equal(got.level.idx, want)        # noqa: E731
+    else:
+        kw = dict(A=A, B=B)
+        peer = lambda: numba_runs(*A_RUNS, *B_RUNS)                                         # noqa: E731
+
+        def check(got, want):
+            lv = got.level
+            assert lv.closed == "left"
+            for a, b in zip((lv.left, lv.right, lv.child.val), want):
+                np.testing.assert_array_equal(a, b)
+    text, out = OUTPUTS[kind]
+    out = ct.SparseList(ct.Pattern(), real=False) if out == "ids" else None
+    return text, kw, out, peer, check
+
+
+@numba.njit(cache=False)
+def _native_loop(ext, block, n):
+    for _ in range(n):
+        if ext(block.ctypes.data):
+            return 1
+    return 0
+
+
+NATIVE_CALLS = 10_000
+
+
+@pytest.mark.parametrize("impl", ["ctensor_call", "ctensor_einsum", "kernel_native", "numba"])
+@pytest.mark.parametrize("kind", list(OUTPUTS))
+def test_output(benchmark, kind, impl):
+    """k(**tensors) and ct.einsum returning a tensor; `kernel_native` is the kernel alone (a numba
+    loop of NATIVE_CALLS calls on one packed block, its buffers reused; the report divides), so
+    call − native is the time spent outside native code."""
+    benchmark.group = f"{kind} output (tiny)"
+    text, kw, out, peer, check = _output_case(kind)
+    k = ct.compile(text, out=out, **kw)
+    want = peer()
+    if impl == "ctensor_call":
+        fn = lambda: k(**kw)                                                                # noqa: E731
+    elif impl == "ctensor_einsum":
+        fn = lambda: ct.einsum(text, out=out, **kw)                                         # noqa: E731
+    elif impl == "kernel_native":
+        call = k.pack(**kw)
+        ext = k.ctypes_function
+        assert _native_loop(ext, call.block, 3) == 0
+        benchmark.extra_info["calls"] = NATIVE_CALLS
+        benchmark.pedantic(_native_loop, args=(ext, call.block, NATIVE_CALLS), rounds=30, warmup_rounds=2)
+        call.release()
+        return
+    else:
+        fn = peer
+    got = fn()
+    if impl != "numba":
+        check(got, want)
     benchmark(fn)
 
 

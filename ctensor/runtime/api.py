@@ -121,12 +121,12 @@ def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False
         special = _special_einsum(text, semiring, order, out, assume_valid, prove_guards, tensors)
         if special is not NotImplemented:
             return special
-    if out is None and type(text) is str:
+    if type(text) is str:
         try:
             fast = (text, semiring, order if order is None else tuple(order), assume_valid, prove_guards,
-                    tuple((k, _arg_key(v)) for k, v in tensors.items()))
+                    None if out is None else _out_key(out), *[(k, _arg_key(v)) for k, v in tensors.items()])
             k = _CACHE.get(_EINSUM_KEYS.get(fast))
-        except TypeError:           # unhashable options: the checked path says what is wrong
+        except TypeError:           # unhashable options, a bad out=: the checked path says what is wrong
             fast, k = None, None
         if k is None:
             key = _key(text, tensors, semiring, order, out, assume_valid, prove_guards)
@@ -135,6 +135,8 @@ def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False
             k = _CACHE[key]
             if fast is not None:
                 _EINSUM_KEYS[fast] = key
+        elif out is not None and fast[5][1]:
+            check_output_shape(out, k, tensors)
         return k(**tensors)
     return compile(text, semiring=semiring, order=order, out=out, assume_valid=assume_valid,
                    prove_guards=prove_guards, **tensors)(**tensors)
@@ -165,6 +167,21 @@ def _arg_key(v):
     if isinstance(v, Measure):
         return (Measure, v.weight)
     return type(v)
+
+
+def _out_key(out):
+    """(output_key, has an integer level with a shape to check) of an out= Tensor or Level, computed
+    once per object (a format object is not changed once built); TypeError for anything else."""
+    lvl = out.level if type(out) is Tensor else out
+    try:
+        return lvl._ctensor_out_key
+    except AttributeError:
+        if not isinstance(lvl, Level):
+            raise TypeError("out= must be a ct.Tensor or a level format") from None
+        check_nest(lvl, "out")
+        shaped = any(lv.coord == "int" and getattr(lv, "shape", None) is not None for lv in lvl.modes())
+        key = lvl._ctensor_out_key = (output_key(lvl), shaped)
+        return key
 
 
 def _format_key(t: Tensor):

@@ -81,20 +81,21 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
     env = dict(frombuffer=np.frombuffer, short=_short, q_at=struct.Struct("<q").unpack_from,
                d_at=struct.Struct("<d").unpack_from, isfinite=math.isfinite, TENSOR=Tensor.frozen,
                DENSE=Dense.frozen, SRL=SparseRunList.frozen, SL=_sparse_list, PATTERN=Pattern,
-               BYTE=[bytes([i]) for i in range(256)], I64=np.dtype(np.int64), F64=np.dtype(np.float64),
+               BYTE=[bytes([i]) for i in range(256)], ZERO=b"\x00", MINUS=b"\xff", I64=np.dtype(np.int64), F64=np.dtype(np.float64),
                I8=np.dtype(np.int8), NAME=kernel.es.out)
-    lines = []
+    lines, counted = [], set()
 
-    def check(depth, attrs, n):
-        """One test that n elements fit in each buffer (a kernel's promise: RuntimeError if not)."""
-        caps = [f"blk[{cell_at[(depth, a)] + 1}]" for a in attrs]
+    def check(depth, cells, n):
+        """One test that n elements fit in each (depth, attr) buffer (a kernel's promise:
+        RuntimeError if not)."""
+        caps = [f"blk[{cell_at[key] + 1}]" for key in cells]
         lines.extend([f"if not (0 <= {n} <= {caps[0]}{''.join(f' and {n} <= {c}' for c in caps[1:])}):",
                       f"    short({n}, {caps[0] if len(caps) == 1 else f'min({chr(44).join(caps)})'})"])
 
     def buf(var, depth, attr, n, dtype, checked=False):
         c = cell_at[(depth, attr)]
         if not checked:
-            check(depth, (attr,), n)
+            check(depth, [(depth, attr)], n)
         lines.append(f"{var} = frombuffer(b, {dtype}, {n}, blk[{c + 2}])")
         return c
 
@@ -104,24 +105,27 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
         elif isinstance(lvl, Element):
             env[f"LEAF{depth}"] = _leaf(lvl)
             env[f"DT{depth}"] = np.dtype(np.float32 if getattr(lvl, "single", False) else NP_DTYPE[lvl.kind])
-            buf(f"v{depth}", depth, "val", npos, f"DT{depth}")
+            buf(f"v{depth}", depth, "val", npos, f"DT{depth}", checked=npos in counted)
             lines.append(f"L{depth} = LEAF{depth}(v{depth})")
         elif isinstance(lvl, Dense):
             lines.append(f"n{depth} = {shape_of(depth)}")
             build(lvl.child, depth + 1, f"{npos} * n{depth}" if npos != "1" else f"n{depth}")
             lines.append(f"L{depth} = DENSE(L{depth + 1}, n{depth})")
         else:
-            c = buf(f"ptr{depth}", depth, "ptr", "2" if npos == "1" else f"{npos} + 1", "I64")
             q = f"q{depth}"
+            c = buf(f"ptr{depth}", depth, "ptr", "2" if npos == "1" else f"{npos} + 1", "I64")
             lines.append(f"{q} = q_at(b, blk[{c + 2}] + {'8' if npos == '1' else f'8 * {npos}'})[0]")
+            leaf = [(depth + 1, "val")] if type(lvl.child) is Element else []
+            counted.add(q)               # a leaf of q values is checked with the level's buffers
             if isinstance(lvl, SparseList):
-                buf(f"idx{depth}", depth, "idx", q, "F64" if lvl.coord == "real" else "I64")
+                check(depth, [(depth, "idx")] + leaf, q)
+                buf(f"idx{depth}", depth, "idx", q, "F64" if lvl.coord == "real" else "I64", checked=True)
                 build(lvl.child, depth + 1, q)
                 shape = shape_of(depth) if lvl.coord == "int" else "None"
                 lines.append(f"L{depth} = SL(L{depth + 1}, ptr{depth}, idx{depth}, {shape}, "
                              f"{lvl.coord == 'real'})")
             else:
-                check(depth, ("left", "right", "left_eps", "right_eps"), q)
+                check(depth, [(depth, a) for a in ("left", "right", "left_eps", "right_eps")] + leaf, q)
                 _run_list(lvl, depth, q, buf, build, lines, env, cell_at)
         return lines
 
@@ -150,17 +154,26 @@ def _run_list(lvl, depth, q, buf, build, lines, env, cell_at):
     env[f"STORE{d}"] = lambda out, closed=lvl.closed: store_closed(out, closed)
     finite = (f" and isfinite(d_at(b, blk[{cl + 2}])[0]) and isfinite(d_at(b, blk[{cr + 2}])[0])"
               if default else "")
+    common = []
+    if default:
+        # the usual [a, b) result, without a table lookup; every ε (0, -1) is 'left' whatever the
+        # endpoints (an infinite one's ε is free, and store_closed defaults it to 'left' too)
+        common = [f"if b.count(ZERO, e, e + {q}) == {q} and b.count(MINUS, f, f + {q}) == {q}:",
+                  f"    L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, 'left')",
+                  "else:"]
+    ind = "    " if common else ""
     lines.extend([
         f"if {q} == 0:",
         f"    L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, EMPTY{d})",
         "else:",
         f"    e, f = blk[{ce + 2}], blk[{cf + 2}]",
-        f"    cl = CLOSEDBY{d}.get((b[e], b[f]))",
-        f"    if cl is not None and b.count(BYTE[b[e]], e, e + {q}) == {q} and "
+        *("    " + ln for ln in common),
+        f"    {ind}cl = CLOSEDBY{d}.get((b[e], b[f]))",
+        f"    {ind}if cl is not None and b.count(BYTE[b[e]], e, e + {q}) == {q} and "
         f"b.count(BYTE[b[f]], f, f + {q}) == {q}{finite}:",
-        f"        L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, cl)",
-        "    else:",
-        f"        L{d} = STORE{d}({hetero})"])
+        f"    {ind}    L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, cl)",
+        f"    {ind}else:",
+        f"    {ind}    L{d} = STORE{d}({hetero})"])
 
 
 def _leaf(proto: Element):

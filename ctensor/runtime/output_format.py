@@ -141,7 +141,12 @@ def rebuild_output(fmt: Level, plan, merge: bool, tensors, take) -> Level:
                 return to_sparse_interval(lvl, out, es.out, dense_shapes(fmt, depth, shape_of))
             return store_closed(out, lvl.closed)
         raise InvalidProgramError(f"{type(lvl).__name__} cannot be an output level")
-    return build(fmt, 0, 1)
+    out = build(fmt, 0, 1)
+    for lvl in out.levels():        # outputs are immutable: arrays computed here (merged, sorted) too
+        for v in vars(lvl).values():
+            if isinstance(v, np.ndarray) and v.flags.writeable:
+                v.flags.writeable = False
+    return out
 
 
 def _byte_map(lvl, build, cell, n, depth, npos) -> SparseByteMap:

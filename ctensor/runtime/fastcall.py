@@ -136,6 +136,8 @@ class FastCall:
         wrap = (lambda e: f"finite(kw, {e})") if kernel.split_sums else (lambda e: e)
         lines = [re.sub(r"\{(.*)\}$", lambda m: wrap(m.group(1)), ln) if ln.lstrip().startswith("return {") else ln
                  for ln in lines]
+        # each tensor's cached (slots, shapes, packed shapes): only those the lines read
+        lines = [_unpack_used(ln, lines) if ln.startswith("v") and ", sh" in ln else ln for ln in lines]
         self.source = "def fast(kw):\n" + "\n".join("    " + ln.replace("\n", "\n    ") for ln in lines)
         env.update(consts, seen_get=self.seen.get, admit=self._admit, slow=kernel._checked_call, array=array,
                    run=run, failed=self._failed, finish=self._finish, generic=self._generic,
@@ -185,6 +187,17 @@ class FastCall:
         take = bytes_taker(b, blk, {key: off for off, key in self.grows})
         tensors = {name: kw[name] for name in k.formats}
         return Tensor.frozen(rebuild_output(k.out_fmt, k.plan, k.merge_output, tensors, take), k.es.out)
+
+
+def _unpack_used(line, lines):
+    """`v{j}, sh{j}, psh{j} = h[1], h[2], h[3]` reduced to the names other lines read."""
+    names = line.split(" = ")[0].split(", ")
+    text = "\n".join(ln for ln in lines if ln is not line)
+    used = [(nm, k) for k, nm in enumerate(names, 1) if re.search(rf"\b{nm}\b", text)]
+    if not used:
+        return "pass"
+    return f"{', '.join(nm for nm, _ in used)}{',' if len(used) == 1 else ''} = " \
+           f"{', '.join(f'h[{k}]' for _, k in used)}{',' if len(used) == 1 else ''}"
 
 
 def _scalar_lines(var, name, kind):

@@ -98,7 +98,10 @@ class CloudIndex:
 
     def query_order(self, q: np.ndarray) -> np.ndarray:
         """Queries sorted by grid cell (neighbouring queries read neighbouring points); queries
-        outside the grid count in its end cells (`grid_cells` takes points inside it only)."""
+        outside the grid count in its end cells (`grid_cells` takes points inside it only).
+        Queries that are the cloud's points (a full layer) are in cell order already: `perm`."""
+        if q is self.points or (q.shape == self.points.shape and np.array_equal(q, self.points)):
+            return self.perm
         cell = np.zeros(len(q), np.int64)
         for k, e in enumerate(self.edges):
             ck = np.clip(np.searchsorted(e, q[:, k], side="right") - 1, 0, len(e) - 2)

@@ -24,7 +24,7 @@ def array_arg(v, name: str, ndim: int, cols: int | None = None) -> np.ndarray:
     if arr.ndim != ndim or (cols is not None and arr.shape[1] != cols):
         want = f"(n, {cols})" if cols is not None else f"{ndim} dimensions"
         raise FormatError(f"{name}: expected shape {want}, got {arr.shape}")
-    if arr.dtype.kind == "f":
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():     # one pass; the index only on error
         bad = np.argwhere(~np.isfinite(arr))
         if bad.size:
             k = tuple(int(i) for i in bad[0])

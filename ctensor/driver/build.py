@@ -26,6 +26,7 @@ from ..ir.types import F64, I8, I64, PtrType
 from ..lang.program import accesses, scalar_names
 from ..looplets.nodes import Hollow
 from ..lower.context import Context
+from ..lower.guard_fission import fission_guards
 from ..lower.lowerer import lower, read_scalars
 from ..lang.nesting import inner_indices
 from ..lang.semiring import identity
@@ -153,7 +154,8 @@ def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_su
         ctx.emit(ir.Store(ir.Read(cell), b.i64(0), val))
     else:
         vout.freeze(ctx, b.i64(1))
-    fn = ir.Function("ct_" + es.out, ctx.params, ctx.statements() + ctx.epilogue)
+    # a loop computing a costly guard before an inner loop: the guards of a strip first, vectorised
+    fn = fission_guards(ir.Function("ct_" + es.out, ctx.params, ctx.statements() + ctx.epilogue))
     guard_stats = None if ctx.prover is None else {**ctx.prover.stats, "log": ctx.prover.log}
     return Lowered(fn, getters, split_sums, merge_output, guard_stats)
 

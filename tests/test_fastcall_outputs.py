@@ -72,7 +72,9 @@ def assert_same(got, want):
     assert got.level.format_key() == want.level.format_key()
     assert got.format.format_str() == want.format.format_str()
     assert got.pieces() == want.pieces()
+    assert type(got) is type(want) and vars(got).keys() == vars(want).keys()
     for lv, lw in zip(got.levels(), want.levels()):
+        assert type(lv) is type(lw) and vars(lv).keys() == vars(lw).keys()    # built inline: same attributes
         assert getattr(lv, "closed", None) == getattr(lw, "closed", None)
         assert getattr(lv, "shape", None) == getattr(lw, "shape", None)
         for name, v in vars(lv).items():
@@ -132,6 +134,7 @@ def test_every_output_format_through_the_fast_call(text, kw, out):
 def test_the_runner_is_used():
     k = ct.compile("C[x] = A[x] * B[x]", A=A, B=B)
     assert k._fast.__globals__["run"].__name__.startswith("ctensor_run_")
+    assert type(k).__call__ is k._fast and isinstance(k, ct.Kernel)      # the generated call is k(...)
     assert "frombuffer(b," in FastCall(k).source             # built from the runner's bytes
 
 
@@ -143,7 +146,7 @@ def test_without_the_runner_the_ctypes_path_agrees(text, kw, out, monkeypatch):
     fast = FastCall(k)
     assert fast.call.__globals__["run"].__name__ == "<lambda>"
     if not k.merge_output and "merged" not in k._siblings:
-        assert_same(fast.call(kw), want)
+        assert_same(fast.call(k, **kw), want)
 
 
 def test_large_outputs_are_adopted_not_copied():

@@ -18,11 +18,34 @@ from .accumulate import split_accumulate
 from .output_format import check_output_shape, output_key
 from ..errors import InvalidProgramError
 
-_CACHE: dict = {}
-# ct.einsum's first look: (text, options, argument names with each tensor's type and format key or
-# each scalar's type) -> the key in _CACHE.  A Tensor's format key is computed once per tensor
-# (`_format_key`), so a repeated einsum costs a dict lookup and the kernel's fast call.
+
+class _KernelCache(dict):
+    """The kernel cache: a dict whose removals also forget ct.einsum's first look (`_EINSUM_KEYS`,
+    which maps straight to kernels, so a repeated einsum hashes no nested format key)."""
+
+    def clear(self):
+        _EINSUM_KEYS.clear()
+        super().clear()
+
+    def __delitem__(self, key):
+        _EINSUM_KEYS.clear()
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        _EINSUM_KEYS.clear()
+        return super().pop(*args)
+
+    def popitem(self):
+        _EINSUM_KEYS.clear()
+        return super().popitem()
+
+
+_CACHE: dict = _KernelCache()
+# ct.einsum's first look: (text, options, out= token, argument names, then each tensor's format key
+# token or each scalar's type) -> (the kernel cache it was found in, the kernel).  A Tensor's token
+# is computed once per tensor (`_arg_key`), so a repeated einsum costs a dict lookup and the call.
 _EINSUM_KEYS: dict = {}
+_INTERNED: dict = {}
 
 
 def kernel_cache() -> dict:
@@ -124,8 +147,9 @@ def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False
     if type(text) is str:
         try:
             fast = (text, semiring, order if order is None else tuple(order), assume_valid, prove_guards,
-                    None if out is None else _out_key(out), *[(k, _arg_key(v)) for k, v in tensors.items()])
-            k = _CACHE.get(_EINSUM_KEYS.get(fast))
+                    None if out is None else _out_key(out), *tensors, *map(_arg_key, tensors.values()))
+            hit = _EINSUM_KEYS.get(fast)
+            k = hit[1] if hit is not None and hit[0] is _CACHE else None     # (a test may swap the cache)
         except TypeError:           # unhashable options, a bad out=: the checked path says what is wrong
             fast, k = None, None
         if k is None:
@@ -134,7 +158,7 @@ def einsum(text: str, *, semiring=None, order=None, out=None, assume_valid=False
                     prove_guards=prove_guards, **tensors)
             k = _CACHE[key]
             if fast is not None:
-                _EINSUM_KEYS[fast] = key
+                _EINSUM_KEYS[fast] = (_CACHE, k)
         elif out is not None and fast[5][1]:
             check_output_shape(out, k, tensors)
         return k(**tensors)
@@ -160,10 +184,13 @@ def _special_einsum(text, semiring, order, out, assume_valid, prove_guards, tens
 
 
 def _arg_key(v):
-    """What the kernel of an einsum depends on in argument v: a tensor's format key, a scalar's
-    type (a measure's weight)."""
+    """What the kernel of an einsum depends on in argument v: a tensor's format key (as a token,
+    `_interned`, kept on the tensor: it is immutable), a scalar's type (a measure's weight)."""
     if type(v) is Tensor:
-        return _format_key(v)
+        token = v.__dict__.get("_format_token")
+        if token is None:
+            token = v._format_token = _interned(_format_key(v))
+        return token
     if isinstance(v, Measure):
         return (Measure, v.weight)
     return type(v)
@@ -180,8 +207,14 @@ def _out_key(out):
             raise TypeError("out= must be a ct.Tensor or a level format") from None
         check_nest(lvl, "out")
         shaped = any(lv.coord == "int" and getattr(lv, "shape", None) is not None for lv in lvl.modes())
-        key = lvl._ctensor_out_key = (output_key(lvl), shaped)
+        key = lvl._ctensor_out_key = (_interned(output_key(lvl)), shaped)
         return key
+
+
+def _interned(key) -> int:
+    """A token for a format key in ct.einsum's first look: the id of the one copy of it kept here
+    (never dropped, so ids are never reused), cheap to hash where the nested key is not."""
+    return id(_INTERNED.setdefault(key, key))
 
 
 def _format_key(t: Tensor):

@@ -42,9 +42,10 @@ _INT64 = range(-2 ** 63, 2 ** 63)
 
 class FastCall:
     """The block plan of one kernel (module docstring), compiled into a straight-line Python
-    function `call(kwargs)` (`source`: one `kw.get` per argument, the cached bytes concatenated,
-    one native call, the output's lines), as `dataclasses` writes its `__init__`.  It returns
-    what `Kernel.__call__` returns, taking the checked path itself where it cannot vouch."""
+    function `call(kernel, **kwargs)` (`source`: one `kw.get` per argument, the cached bytes
+    concatenated, one native call, the output's lines), as `dataclasses` writes its `__init__`:
+    the kernel's `__call__` (`Kernel.__init__`).  It returns what `Kernel.__call__` returns, taking
+    the checked path itself where it cannot vouch."""
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -138,7 +139,7 @@ class FastCall:
                  for ln in lines]
         # each tensor's cached (slots, shapes, packed shapes): only those the lines read
         lines = [_unpack_used(ln, lines) if ln.startswith("v") and ", sh" in ln else ln for ln in lines]
-        self.source = "def fast(kw):\n" + "\n".join("    " + ln.replace("\n", "\n    ") for ln in lines)
+        self.source = "def fast(_kernel, /, **kw):\n" + "\n".join("    " + ln.replace("\n", "\n    ") for ln in lines)
         env.update(consts, seen_get=self.seen.get, admit=self._admit, slow=kernel._checked_call, array=array,
                    run=run, failed=self._failed, finish=self._finish, generic=self._generic,
                    finite=kernel._finite, unpack_d=_D.unpack_from, pack_d=_D.pack, pack_q=_Q.pack, INT64=_INT64,
@@ -196,8 +197,7 @@ def _unpack_used(line, lines):
     used = [(nm, k) for k, nm in enumerate(names, 1) if re.search(rf"\b{nm}\b", text)]
     if not used:
         return "pass"
-    return f"{', '.join(nm for nm, _ in used)}{',' if len(used) == 1 else ''} = " \
-           f"{', '.join(f'h[{k}]' for _, k in used)}{',' if len(used) == 1 else ''}"
+    return f"{', '.join(nm for nm, _ in used)} = {', '.join(f'h[{k}]' for _, k in used)}"
 
 
 def _scalar_lines(var, name, kind):

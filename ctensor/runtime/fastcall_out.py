@@ -50,6 +50,10 @@ def element_size(out_fmt, depth: int, attr: str):
     return _SIZES[attr]
 
 
+# ptr of a one-fiber level of q < 64 entries, [0, q]: read-only (bytes-backed), so outputs share them
+_PTR1 = [np.frombuffer(np.array([0, q], np.int64).tobytes(), np.int64) for q in range(64)]
+
+
 def _short(n, capacity):
     raise RuntimeError(f"kernel output buffer holds fewer than {n} elements ({capacity})")
 
@@ -79,7 +83,8 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
     `cell_at`: (depth, attr) -> block slot of the grown cell; `shape_of(depth)`: an expression of
     the shape of integer output level `depth` (from the inputs' cached modes)."""
     env = dict(frombuffer=np.frombuffer, short=_short, q_at=struct.Struct("<q").unpack_from,
-               d_at=struct.Struct("<d").unpack_from, isfinite=math.isfinite, TENSOR=Tensor.frozen,
+               d_at=struct.Struct("<d").unpack_from, isfinite=math.isfinite, TENSOR=Tensor, NEW=object.__new__,
+               ELEMENT=Element, RUNS=SparseRunList, PTR1=_PTR1,
                DENSE=Dense.frozen, SRL=SparseRunList.frozen, SL=_sparse_list, PATTERN=Pattern,
                BYTE=[bytes([i]) for i in range(256)], ZERO=b"\x00", MINUS=b"\xff", I64=np.dtype(np.int64), F64=np.dtype(np.float64),
                I8=np.dtype(np.int8), NAME=kernel.es.out)
@@ -103,18 +108,27 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
         if isinstance(lvl, Pattern):
             lines.append(f"L{depth} = PATTERN()")
         elif isinstance(lvl, Element):
-            env[f"LEAF{depth}"] = _leaf(lvl)
-            env[f"DT{depth}"] = np.dtype(np.float32 if getattr(lvl, "single", False) else NP_DTYPE[lvl.kind])
-            buf(f"v{depth}", depth, "val", npos, f"DT{depth}", checked=npos in counted)
-            lines.append(f"L{depth} = LEAF{depth}(v{depth})")
+            single = getattr(lvl, "single", False)
+            env[f"LEAF{depth}"] = (lvl.kind, lvl._fill, single)
+            env[f"DT{depth}"] = np.dtype(np.float32 if single else NP_DTYPE[lvl.kind])
+            buf(f"val{depth}", depth, "val", npos, f"DT{depth}", checked=npos in counted)
+            # Element.frozen inline (its dtype test costs more than the rest)
+            lines.extend([f"L{depth} = NEW(ELEMENT)", f"L{depth}.kind, L{depth}._fill, L{depth}.single = LEAF{depth}",
+                          f"L{depth}.val = val{depth}"])
         elif isinstance(lvl, Dense):
             lines.append(f"n{depth} = {shape_of(depth)}")
             build(lvl.child, depth + 1, f"{npos} * n{depth}" if npos != "1" else f"n{depth}")
             lines.append(f"L{depth} = DENSE(L{depth + 1}, n{depth})")
         else:
             q = f"q{depth}"
-            c = buf(f"ptr{depth}", depth, "ptr", "2" if npos == "1" else f"{npos} + 1", "I64")
-            lines.append(f"{q} = q_at(b, blk[{c + 2}] + {'8' if npos == '1' else f'8 * {npos}'})[0]")
+            if npos == "1":       # one fiber: ptr = [0, q] (ptr[0] = 0: the ABI), shared read-only arrays
+                c = cell_at[(depth, "ptr")]
+                check(depth, [(depth, "ptr")], 2)
+                lines.extend([f"{q} = q_at(b, blk[{c + 2}] + 8)[0]",
+                              f"ptr{depth} = PTR1[{q}] if {q} < 64 else frombuffer(b, I64, 2, blk[{c + 2}])"])
+            else:
+                c = buf(f"ptr{depth}", depth, "ptr", f"{npos} + 1", "I64")
+                lines.append(f"{q} = q_at(b, blk[{c + 2}] + 8 * {npos})[0]")
             leaf = [(depth + 1, "val")] if type(lvl.child) is Element else []
             counted.add(q)               # a leaf of q values is checked with the level's buffers
             if isinstance(lvl, SparseList):
@@ -130,7 +144,7 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
         return lines
 
     build(kernel.out_fmt, 0, "1")
-    lines.append("return TENSOR(L0, NAME)")
+    lines += ["T = NEW(TENSOR)", "T.level, T.name = L0, NAME", "return T"]       # Tensor.frozen inline
     return lines, env
 
 
@@ -159,14 +173,18 @@ def _run_list(lvl, depth, q, buf, build, lines, env, cell_at):
         # the usual [a, b) result, without a table lookup; every ε (0, -1) is 'left' whatever the
         # endpoints (an infinite one's ε is free, and store_closed defaults it to 'left' too)
         common = [f"if b.count(ZERO, e, e + {q}) == {q} and b.count(MINUS, f, f + {q}) == {q}:",
-                  f"    L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, 'left')",
+                  f"    L{d} = NEW(RUNS)",                                  # SparseRunList.frozen inline
+                  f"    L{d}.child, L{d}.closed, L{d}.ptr, L{d}.left, L{d}.right = L{d + 1}, 'left', ptr{d}, "
+                  f"left{d}, right{d}",
+                  f"    L{d}.left_eps = L{d}.right_eps = None",
                   "else:"]
     ind = "    " if common else ""
     lines.extend([
         f"if {q} == 0:",
         f"    L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, EMPTY{d})",
         "else:",
-        f"    e, f = blk[{ce + 2}], blk[{cf + 2}]",
+        f"    e = blk[{ce + 2}]",
+        f"    f = blk[{cf + 2}]",
         *("    " + ln for ln in common),
         f"    {ind}cl = CLOSEDBY{d}.get((b[e], b[f]))",
         f"    {ind}if cl is not None and b.count(BYTE[b[e]], e, e + {q}) == {q} and "
@@ -174,18 +192,6 @@ def _run_list(lvl, depth, q, buf, build, lines, env, cell_at):
         f"    {ind}    L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, cl)",
         f"    {ind}else:",
         f"    {ind}    L{d} = STORE{d}({hetero})"])
-
-
-def _leaf(proto: Element):
-    """`proto.frozen` (an Element over a kernel's values), with what depends only on the format
-    looked up once: the dtype test `frozen` makes costs more than the rest."""
-    kind, fill, single, new = proto.kind, proto._fill, getattr(proto, "single", False), Element.__new__
-
-    def leaf(val):
-        e = new(Element)
-        e.kind, e._fill, e.val, e.single = kind, fill, val, single
-        return e
-    return leaf
 
 
 def _sparse_list(child, ptr, idx, shape, real):

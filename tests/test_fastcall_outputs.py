@@ -218,3 +218,30 @@ def test_many_threads_each_get_their_own_output():
     with ThreadPoolExecutor(8) as pool:
         for got in pool.map(work, range(8)):
             assert all(pieces == want[j] for j, pieces in got)
+
+
+def _random_runs(rng):
+    """1-4 disjoint runs with integer-ish ends, a random closedness, sometimes an infinite end."""
+    n = int(rng.integers(1, 5))
+    ends = np.sort(rng.choice(np.arange(-8, 9), 2 * n, replace=False)).astype(float)
+    left, right = ends[0::2], ends[1::2]
+    if rng.random() < 0.2:
+        left[0] = -np.inf
+    if rng.random() < 0.2:
+        right[-1] = np.inf
+    closed = str(rng.choice(["left", "right", "both", "neither"]))
+    return ct.intervals(left, right, values=rng.integers(1, 4, n).astype(float), closed=closed)
+
+
+@pytest.mark.parametrize("text", ["C[x] = A[x] * B[x]", "C[x] = A[x] + B[x]", "C[x] = max(A[x], B[x])"])
+def test_random_closedness_equals_the_checked_path(text):
+    """Run-list outputs of random closedness and infinite ends: the closedness the fast call picks
+    (homogeneous, Limit endpoints, or store_closed's rule) is the checked path's."""
+    rng = np.random.default_rng(7)
+    kernels = {}
+    for _ in range(150):
+        X, Y = _random_runs(rng), _random_runs(rng)
+        key = (X.level.format_key(), Y.level.format_key())
+        k = kernels.get(key) or kernels.setdefault(key, ct.compile(text, A=X, B=Y))
+        got = k(A=X, B=Y)
+        assert_same(got, checked(k, dict(A=X, B=Y)))

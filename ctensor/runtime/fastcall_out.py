@@ -140,7 +140,7 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
                              f"{lvl.coord == 'real'})")
             else:
                 check(depth, [(depth, a) for a in ("left", "right", "left_eps", "right_eps")] + leaf, q)
-                _run_list(lvl, depth, q, buf, build, lines, env, cell_at)
+                _run_list(lvl, depth, q, buf, build, lines, env, cell_at, npos == "1")
         return lines
 
     build(kernel.out_fmt, 0, "1")
@@ -148,7 +148,7 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
     return lines, env
 
 
-def _run_list(lvl, depth, q, buf, build, lines, env, cell_at):
+def _run_list(lvl, depth, q, buf, build, lines, env, cell_at, one_fiber):
     d = depth
     cl = buf(f"left{d}", d, "left", q, "F64", checked=True)
     cr = buf(f"right{d}", d, "right", q, "F64", checked=True)
@@ -168,30 +168,44 @@ def _run_list(lvl, depth, q, buf, build, lines, env, cell_at):
     env[f"STORE{d}"] = lambda out, closed=lvl.closed: store_closed(out, closed)
     finite = (f" and isfinite(d_at(b, blk[{cl + 2}])[0]) and isfinite(d_at(b, blk[{cr + 2}])[0])"
               if default else "")
-    common = []
-    if default:
-        # the usual [a, b) result, without a table lookup; every ε (0, -1) is 'left' whatever the
-        # endpoints (an infinite one's ε is free, and store_closed defaults it to 'left' too)
-        common = [f"if b.count(ZERO, e, e + {q}) == {q} and b.count(MINUS, f, f + {q}) == {q}:",
-                  f"    L{d} = NEW(RUNS)",                                  # SparseRunList.frozen inline
-                  f"    L{d}.child, L{d}.closed, L{d}.ptr, L{d}.left, L{d}.right = L{d + 1}, 'left', ptr{d}, "
-                  f"left{d}, right{d}",
-                  f"    L{d}.left_eps = L{d}.right_eps = None",
-                  "else:"]
-    ind = "    " if common else ""
+    ends = (f"e = blk[{ce + 2}]", f"f = blk[{cf + 2}]")
+    if default and one_fiber:
+        # the usual [a, b) result first, without a table; every ε (0, -1) is 'left' whatever the
+        # endpoints (an infinite one's ε is free, store_closed defaults it to 'left' too), no runs
+        # is 'left' as well.  Otherwise, when every endpoint is finite (the extremes of one fiber's
+        # sorted runs are), store_closed's rule on all of them: one ε a side, homogeneous, else Limits
+        x = lambda k: f"d_at(b, blk[{k}] + 8 * ({q} - 1))[0]"               # noqa: E731
+        lines.extend([*ends,
+                      f"if b.count(ZERO, e, e + {q}) == {q} and b.count(MINUS, f, f + {q}) == {q}:",
+                      f"    L{d} = NEW(RUNS)",                              # SparseRunList.frozen inline
+                      f"    L{d}.child, L{d}.closed, L{d}.ptr, L{d}.left, L{d}.right = L{d + 1}, 'left', "
+                      f"ptr{d}, left{d}, right{d}",
+                      f"    L{d}.left_eps = L{d}.right_eps = None",
+                      f"elif isfinite(d_at(b, blk[{cl + 2}])[0]) and isfinite({x(cl + 2)}) and "
+                      f"isfinite(d_at(b, blk[{cr + 2}])[0]) and isfinite({x(cr + 2)}):",
+                      "    x, y = b[e], b[f]",
+                      f"    if b.count(BYTE[x], e, e + {q}) == {q} and b.count(BYTE[y], f, f + {q}) == {q}:",
+                      f"        cl = CLOSEDBY{d}.get((x, y))",
+                      f"        L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, cl) if cl is not None else "
+                      f"STORE{d}({hetero})",
+                      "    else:",
+                      f"        L{d} = {hetero}",
+                      "else:",
+                      f"    L{d} = STORE{d}({hetero})"])
+        return
+    finite = (f" and isfinite(d_at(b, blk[{cl + 2}])[0]) and isfinite(d_at(b, blk[{cr + 2}])[0])"
+              if default else "")
     lines.extend([
         f"if {q} == 0:",
         f"    L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, EMPTY{d})",
         "else:",
-        f"    e = blk[{ce + 2}]",
-        f"    f = blk[{cf + 2}]",
-        *("    " + ln for ln in common),
-        f"    {ind}cl = CLOSEDBY{d}.get((b[e], b[f]))",
-        f"    {ind}if cl is not None and b.count(BYTE[b[e]], e, e + {q}) == {q} and "
+        *("    " + ln for ln in ends),
+        f"    cl = CLOSEDBY{d}.get((b[e], b[f]))",
+        f"    if cl is not None and b.count(BYTE[b[e]], e, e + {q}) == {q} and "
         f"b.count(BYTE[b[f]], f, f + {q}) == {q}{finite}:",
-        f"    {ind}    L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, cl)",
-        f"    {ind}else:",
-        f"    {ind}    L{d} = STORE{d}({hetero})"])
+        f"        L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, cl)",
+        "    else:",
+        f"        L{d} = STORE{d}({hetero})"])
 
 
 def _sparse_list(child, ptr, idx, shape, real):

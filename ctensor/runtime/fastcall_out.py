@@ -7,11 +7,13 @@ output Tensor from `b` (the bytes) and `blk` (the argument block, whose grown ce
 {0, capacity, byte offset of the buffer in b}).  Every array is `np.frombuffer(b, ...)`: read-only,
 and it keeps `b` alive, so an output owns its memory and nobody can write it.
 
-Inlined: nests of Dense, SparseList and SparseRunList levels over an Element or Pattern leaf, not
-merged (the common outputs).  A run list left at the default closedness is stored homogeneous when
-every endpoint has one ε and its first run's endpoints are finite (then `merge_output.store_closed`
-would say the same); any other run list, and every other output format (SparseByteMap,
-SparsePoint, SparseInterval, a merged output), goes through `output_format.rebuild_output` with
+Inlined: nests of Dense, SparseList and SparseRunList levels over an Element or Pattern leaf, or a
+SparseByteMap at the root, not merged (the common outputs).  A run list left at the default
+closedness is stored homogeneous when every endpoint has one ε and its first run's endpoints are
+finite, or when every ε is (0, -1) (then `merge_output.store_closed` would say the same), with
+Limit endpoints when one fiber's endpoints are all finite and their ε differ; any other run
+list, and every other output format (SparsePoint, SparseInterval, a merged output, a
+SparseByteMap below another level), goes through `output_format.rebuild_output` with
 `bytes_taker`, which is the checked path's code.  A count beyond a buffer's capacity raises
 RuntimeError (the kernel's promise broken), as `buffers.adopt_array` does.
 """
@@ -25,6 +27,7 @@ import numpy as np
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
 from ..formats.level import CLOSED, DefaultClosed
+from ..formats.sparse_byte_map import SparseByteMap
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
 from ..formats.tensor import Tensor
@@ -51,7 +54,12 @@ def element_size(out_fmt, depth: int, attr: str):
 
 
 # ptr of a one-fiber level of q < 64 entries, [0, q]: read-only (bytes-backed), so outputs share them
-_PTR1 = [np.frombuffer(np.array([0, q], np.int64).tobytes(), np.int64) for q in range(64)]
+_PTR1 = [np.frombuffer(np.array([0, q], np.int64).tobytes(), np.int64) for q in range(64)]  # _ptr1
+
+
+def _ptr1(q):
+    """[0, q] as a read-only int64 array."""
+    return np.frombuffer(np.array([0, q], np.int64).tobytes(), np.int64)
 
 
 def _short(n, capacity):
@@ -72,8 +80,9 @@ def inlined(out_fmt, merge: bool) -> bool:
     """Is this output built by generated lines (module docstring), not by `rebuild_output`?"""
     if out_fmt is None or merge:
         return False
-    for lvl in out_fmt.levels():
-        if type(lvl) not in (Dense, SparseList, SparseRunList, Element, Pattern):
+    for d, lvl in enumerate(out_fmt.levels()):
+        if type(lvl) not in (Dense, SparseList, SparseRunList, Element, Pattern) and \
+                not (d == 0 and type(lvl) is SparseByteMap):       # one fiber of ids in write order
             return False
     return True
 
@@ -84,7 +93,8 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
     the shape of integer output level `depth` (from the inputs' cached modes)."""
     env = dict(frombuffer=np.frombuffer, short=_short, q_at=struct.Struct("<q").unpack_from,
                d_at=struct.Struct("<d").unpack_from, isfinite=math.isfinite, TENSOR=Tensor, NEW=object.__new__,
-               ELEMENT=Element, RUNS=SparseRunList, PTR1=_PTR1,
+               ELEMENT=Element, RUNS=SparseRunList, PTR1=_PTR1, PTR=_ptr1, BYTEMAP=SparseByteMap,
+               SORT=np.sort, BOOL=np.dtype(np.bool_),
                DENSE=Dense.frozen, SRL=SparseRunList.frozen, SL=_sparse_list, PATTERN=Pattern,
                BYTE=[bytes([i]) for i in range(256)], ZERO=b"\x00", MINUS=b"\xff", I64=np.dtype(np.int64), F64=np.dtype(np.float64),
                I8=np.dtype(np.int8), NAME=kernel.es.out)
@@ -115,6 +125,22 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
             # Element.frozen inline (its dtype test costs more than the rest)
             lines.extend([f"L{depth} = NEW(ELEMENT)", f"L{depth}.kind, L{depth}._fill, L{depth}.single = LEAF{depth}",
                           f"L{depth}.val = val{depth}"])
+        elif isinstance(lvl, SparseByteMap):
+            # the root (`inlined`): one fiber, whose slots are its ids; Finch's freeze sorts them
+            c, t = cell_at[(depth, "srt")], cell_at[(depth, "tbl")]
+            check(depth, [(depth, "count")], 1)
+            lines.extend([f"n{depth} = {shape_of(depth)}",
+                          f"q{depth} = q_at(b, blk[{cell_at[(depth, 'count')] + 2}])[0]"])
+            check(depth, [(depth, "srt")], f"q{depth}")
+            check(depth, [(depth, "tbl")], f"n{depth}")
+            lines.extend([f"idx{depth} = SORT(frombuffer(b, I64, q{depth}, blk[{c + 2}]))",
+                          f"idx{depth}.flags.writeable = False",
+                          f"ptr{depth} = PTR1[q{depth}] if q{depth} < 64 else PTR(q{depth})",
+                          f"tbl{depth} = frombuffer(b, BOOL, n{depth}, blk[{t + 2}])"])
+            build(lvl.child, depth + 1, f"n{depth}")
+            lines.extend([f"L{depth} = NEW(BYTEMAP)",
+                          f"L{depth}.child, L{depth}.shape, L{depth}.ptr, L{depth}.idx, L{depth}.tbl = "
+                          f"L{depth + 1}, n{depth}, ptr{depth}, idx{depth}, tbl{depth}"])
         elif isinstance(lvl, Dense):
             lines.append(f"n{depth} = {shape_of(depth)}")
             build(lvl.child, depth + 1, f"{npos} * n{depth}" if npos != "1" else f"n{depth}")

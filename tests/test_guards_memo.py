@@ -119,3 +119,14 @@ def test_a_full_memo_is_read_but_not_extended(memo_dir, monkeypatch):
     new_process()
     guards_memo.put("0" * 32, ("const", True))         # full: nothing appended
     assert f.stat().st_size == size
+
+
+def test_old_memo_files_are_pruned(memo_dir):
+    for k in range(guards_memo.MAX_FILES + 3):
+        f = memo_dir / f"guards_old{k:02d}.memo"
+        f.write_text("")
+        os.utime(f, ns=(k * 10**9, k * 10**9))
+    prove_once()                                      # starts this version's file
+    files = sorted(p.name for p in memo_dir.glob("guards_*.memo"))
+    assert len(files) == guards_memo.MAX_FILES
+    assert "guards_old00.memo" not in files and f"guards_old{guards_memo.MAX_FILES + 2:02d}.memo" in files

@@ -16,7 +16,8 @@ with the cache, or with ``CTENSOR_GUARD_MEMO=0``), one line per verdict, ``<key>
 <check>`` (verdict ``T``, ``F`` or ``K0,2``: the parts kept; check: 8 hex digits of sha256 of the
 rest).  Lines are appended with one O_APPEND write each (whole lines, however many processes
 write); a line that fails its check or does not parse is skipped; past `MAX_BYTES` the file is
-no longer extended (its first `MAX_BYTES` are read).  Thread-safe (one lock).
+no longer extended (its first `MAX_BYTES` are read); starting a file removes the oldest beyond
+`MAX_FILES` (older source versions).  Thread-safe (one lock).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import threading
 from ..codegen.objcache import cache_dir, digest
 
 MAX_BYTES = 8 << 20          # ~100k verdicts
+MAX_FILES = 8                # memo files (source versions) kept in a directory: the oldest go first
 _LOCK = threading.Lock()
 _loaded: dict = {}           # memo file path -> {key digest: verdict}
 
@@ -115,6 +117,8 @@ def put(h: str, verdict) -> None:
             if os.path.exists(path) and os.path.getsize(path) >= MAX_BYTES:
                 return
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            if not os.path.exists(path):
+                _prune(os.path.dirname(path))
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, line)
@@ -122,6 +126,17 @@ def put(h: str, verdict) -> None:
                 os.close(fd)
         except OSError:
             pass
+
+
+def _prune(directory) -> None:
+    """Before a new memo file (an edited ctensor) is started: keep the `MAX_FILES` - 1 newest."""
+    try:
+        olds = [e for e in os.scandir(directory) if e.name.startswith("guards_") and e.name.endswith(".memo")]
+        olds.sort(key=lambda e: e.stat().st_mtime_ns)
+        for e in olds[:max(0, len(olds) - MAX_FILES + 1)]:
+            os.unlink(e.path)
+    except OSError:                  # another process pruned first, or a read-only directory
+        pass
 
 
 def forget() -> None:

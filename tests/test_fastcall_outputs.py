@@ -57,6 +57,9 @@ CASES = [
     ("Out[id] = (Box[x, y] & P[x, y, id]) * d(x, y; boolean, boolean)", dict(Box=BOX, P=P),
      ct.SparseByteMap(ct.Pattern())),                                                        # byte map
     ("C[x] = B[x] * w", dict(B=B, w=2.0), ct.SparseInterval(ct.Element(0.0))),               # one interval
+    ("C[x] = BC[x] * w", dict(BC=BC, w=2.0), ct.SparseInterval(ct.Element(0.0), closed="both")),
+    ("C[x] = INF[x] * B[x]", dict(INF=INF, B=ct.intervals([-np.inf], [0.5], values=[1.0])),
+     ct.SparseInterval(ct.Element(0.0))),                                                    # (-inf, 0.5)
     ("C[x] = Q[x] * B[x]", dict(Q=Q, B=ct.intervals([1.0], [2.0], values=[3.0])),
      ct.SparsePoint(ct.Element(0.0))),                                                       # one point
 ]
@@ -180,6 +183,22 @@ def test_heterogeneous_and_empty_run_lists():
     empty = ct.compile("C[x] = A[x] * B[x]", A=A, B=B)(A=A, B=far)
     assert empty.pieces() == [] and empty.level.closed == "left"
     assert_same(empty, checked(ct.compile("C[x] = A[x] * B[x]", A=A, B=B), dict(A=A, B=far)))
+
+
+def test_one_entry_formats_refuse_what_they_cannot_hold():
+    """A SparsePoint / SparseInterval root holding two entries, none, or another closedness than
+    asked: the fast call raises the checked path's FormatError."""
+    for text, kw, out, match in [
+            ("C[x] = A[x] * B[x]", dict(A=A, B=B), ct.SparseInterval(ct.Element(0.0)), "holds 2 entries"),
+            ("C[x] = BC[x] * w", dict(BC=BC, w=2.0), ct.SparseInterval(ct.Element(0.0), closed="left"),
+             "closed='left' was asked for"),
+            ("C[x] = Q[x] * w", dict(Q=Q, w=2.0), ct.SparsePoint(ct.Element(0.0)), "holds 3 entries"),
+            ("C[x] = Q[x] * B[x]", dict(Q=Q, B=ct.intervals([3.0], [4.0], values=[3.0])),
+             ct.SparsePoint(ct.Element(0.0)), "is empty")]:
+        k = ct.compile(text, out=out, **kw)
+        for call in (lambda: k(**kw), lambda: checked(k, kw)):
+            with pytest.raises(ct.FormatError, match=match):
+                call()
 
 
 def test_einsum_out_key_is_cached_per_format_object():

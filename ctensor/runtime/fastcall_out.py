@@ -28,6 +28,8 @@ from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
 from ..formats.level import CLOSED, DefaultClosed
 from ..formats.sparse_byte_map import SparseByteMap
+from ..formats.sparse_interval import SparseInterval
+from ..formats.sparse_point import SparsePoint
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_run_list import SparseRunList
 from ..formats.tensor import Tensor
@@ -82,8 +84,9 @@ def inlined(out_fmt, merge: bool) -> bool:
         return False
     for d, lvl in enumerate(out_fmt.levels()):
         if type(lvl) not in (Dense, SparseList, SparseRunList, Element, Pattern) and \
-                not (d == 0 and type(lvl) is SparseByteMap):       # one fiber of ids in write order
-            return False
+                not (d == 0 and type(lvl) is SparseByteMap) and \
+                not (d == 0 and type(lvl) in (SparsePoint, SparseInterval) and lvl.coord == "real"):
+            return False                  # (at the root: one fiber)
     return True
 
 
@@ -94,7 +97,7 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
     env = dict(frombuffer=np.frombuffer, short=_short, q_at=struct.Struct("<q").unpack_from,
                d_at=struct.Struct("<d").unpack_from, isfinite=math.isfinite, TENSOR=Tensor, NEW=object.__new__,
                ELEMENT=Element, RUNS=SparseRunList, PTR1=_PTR1, PTR=_ptr1, BYTEMAP=SparseByteMap,
-               SORT=np.sort, BOOL=np.dtype(np.bool_),
+               SORT=np.sort, BOOL=np.dtype(np.bool_), POINT=SparsePoint, INTERVAL=SparseInterval,
                DENSE=Dense.frozen, SRL=SparseRunList.frozen, SL=_sparse_list, PATTERN=Pattern,
                BYTE=[bytes([i]) for i in range(256)], ZERO=b"\x00", MINUS=b"\xff", I64=np.dtype(np.int64), F64=np.dtype(np.float64),
                I8=np.dtype(np.int8), NAME=kernel.es.out)
@@ -125,6 +128,8 @@ def output_lines(kernel, cell_at: dict, shape_of) -> tuple[list, dict]:
             # Element.frozen inline (its dtype test costs more than the rest)
             lines.extend([f"L{depth} = NEW(ELEMENT)", f"L{depth}.kind, L{depth}._fill, L{depth}.single = LEAF{depth}",
                           f"L{depth}.val = val{depth}"])
+        elif isinstance(lvl, (SparsePoint, SparseInterval)):
+            _one_entry(lvl, depth, buf, check, build, lines, env, cell_at)
         elif isinstance(lvl, SparseByteMap):
             # the root (`inlined`): one fiber, whose slots are its ids; Finch's freeze sorts them
             c, t = cell_at[(depth, "srt")], cell_at[(depth, "tbl")]
@@ -232,6 +237,44 @@ def _run_list(lvl, depth, q, buf, build, lines, env, cell_at, one_fiber):
         f"        L{d} = SRL(L{d + 1}, ptr{d}, left{d}, right{d}, cl)",
         "    else:",
         f"        L{d} = STORE{d}({hetero})"])
+
+
+def _one_entry(lvl, d, buf, check, build, lines, env, cell_at):
+    """A real SparsePoint / SparseInterval at the root: its one fiber holds one pinpoint or run
+    (written as a SparseList / SparseRunList, `narrow_output`), else `rebuild_output` raises the
+    FormatError naming it.  A SparseInterval's closedness is `narrow_output.to_sparse_interval`'s:
+    its finite endpoints' ε, a side with none taking 'left''s; an explicit one must hold there."""
+    c = cell_at[(d, "ptr")]
+    check(d, [(d, "ptr")], 2)
+    lines.extend([f"if q_at(b, blk[{c + 2}] + 8)[0] != 1 or q_at(b, blk[{c + 2}])[0]:",
+                  "    return generic(kw, blk, b)"])
+    leaf = [(d + 1, "val")] if type(lvl.child) is Element else []
+    if isinstance(lvl, SparsePoint):
+        check(d, [(d, "idx")] + leaf, 1)
+        buf(f"idx{d}", d, "idx", 1, "F64", checked=True)
+        build(lvl.child, d + 1, "1")
+        lines.extend([f"L{d} = NEW(POINT)", f"L{d}.child, L{d}.shape, L{d}.coord, L{d}.positions, L{d}.idx = "
+                      f"L{d + 1}, None, 'real', False, idx{d}"])
+        return
+    check(d, [(d, a) for a in ("left", "right", "left_eps", "right_eps")] + leaf, 1)
+    cl = buf(f"left{d}", d, "left", 1, "F64", checked=True)
+    cr = buf(f"right{d}", d, "right", 1, "F64", checked=True)
+    build(lvl.child, d + 1, "1")
+    ce, cf = cell_at[(d, "left_eps")], cell_at[(d, "right_eps")]
+    env["SIGNED"] = [i - 256 if i > 127 else i for i in range(256)]
+    env["CLOSED_OF"] = {ends: name for name, ends in CLOSED.items()}
+    lines.extend([f"ea = SIGNED[b[blk[{ce + 2}]]] if isfinite(d_at(b, blk[{cl + 2}])[0]) else None",
+                  f"ec = SIGNED[b[blk[{cf + 2}]]] if isfinite(d_at(b, blk[{cr + 2}])[0]) else None"])
+    if isinstance(lvl.closed, DefaultClosed):
+        lines.extend(["ea = 0 if ea is None else ea", "ec = (-1 if ea == 0 else 0) if ec is None else ec",
+                      "cl = CLOSED_OF.get((ea, ec), 'left')"])
+    else:
+        env[f"ENDS{d}"] = CLOSED[lvl.closed]
+        lines.extend([f"if (ea is not None and ea != ENDS{d}[0]) or (ec is not None and ec != ENDS{d}[1]):",
+                      "    return generic(kw, blk, b)", f"cl = {lvl.closed!r}"])
+    lines.extend([f"L{d} = NEW(INTERVAL)",
+                  f"L{d}.child, L{d}.closed, L{d}.coord, L{d}.shape = L{d + 1}, cl, 'real', None",
+                  f"L{d}.left, L{d}.right = left{d}, right{d}"])
 
 
 def _sparse_list(child, ptr, idx, shape, real):

@@ -1,8 +1,12 @@
 """KPConv layers: ctensor.apps.pointcloud.kpconv against PyTorch and a numba + BLAS reference.
 
-    OPENBLAS_CORETYPE= OPENBLAS_L2_SIZE= python -m pytest benchmarks/bench_pointcloud.py \
-        --benchmark-json=pc.json -p no:xdist
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 python -m pytest \
+        benchmarks/bench_pointcloud.py --benchmark-json=pc.json -p no:xdist -p no:cacheprovider \
+        [--benchmark-timer=time.process_time]
     python benchmarks/pointcloud_report.py pc.json
+
+On a loaded machine, CPU time (`--benchmark-timer=time.process_time`: every implementation runs
+on one thread) is distorted least by the other processes; wall time is the default.
 
 Paper protocol (continuous paper §7.4, Fig. 27; KPConv's ModelNet40 layers): 10,000 points sampled
 on pyvista's airplane mesh (`ctensor.examples.pointclouds`), radius giving ~30 neighbours, K = 15

@@ -34,7 +34,6 @@ import functools
 import numpy as np
 
 from .buffers import _libc
-from .pyentry import _Context, _MethodDef, _layout_ok, _new_cfunction, METH_FASTCALL, _DATA_OFFSET, enabled
 
 LIMIT = 16384             # bytes of output buffers (at capacity) copied into one bytes object
 _CAPI = ("PyLong_AsLongLong", "PyLong_FromLongLong", "PyBytes_FromStringAndSize", "PyErr_Clear", "Py_IncRef",
@@ -48,6 +47,8 @@ def runner(kernel, pointers, cells, limit: int = LIMIT):
     """The builtin `run(address)` of `kernel` (module docstring), or None.  `pointers`: (block slot
     of a cell's address, block slot of the cell) per cell; `cells`: (block slot of a grown cell,
     element size in bytes) per grown output buffer."""
+    # imported at first use: `import ctensor` stays without the entry and cache machinery
+    from .pyentry import _Context, _MethodDef, _new_cfunction, METH_FASTCALL, enabled
     address = _code() if enabled() else None
     if address is None:
         return None
@@ -69,6 +70,7 @@ def runner(kernel, pointers, cells, limit: int = LIMIT):
 @functools.cache
 def _code():
     """Address of the runner's code (one per process), or None (module docstring)."""
+    from .pyentry import _DATA_OFFSET, _layout_ok
     if not _layout_ok() or not _bytes_layout_ok():
         return None
     from ..codegen.keyed import compile_keyed

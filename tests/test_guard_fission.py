@@ -11,6 +11,7 @@ import pytest
 from ctensor.ir import build as b
 from ctensor.ir import nodes as ir
 from ctensor.ir.interp import run
+from ctensor.ir.printer import format_function
 from ctensor.ir.types import F64, I64, PtrType
 from ctensor.ir.verify import verify
 from ctensor.lower.guard_fission import STRIP, fission_guards
@@ -76,6 +77,14 @@ def test_split_loop_matches_original(n, case):
     assert np.array_equal(got[1], want[1])          # same adds, same order: bitwise equal
     if case == "data_exit" and n > 2:
         assert want[0] == 6
+
+
+def test_split_is_deterministic():
+    # the kernel symbol is a hash of the LLVM text: the same program must split to the same text
+    # whatever was compiled before it in the process (the on-disk cache is shared between processes)
+    first = format_function(fission_guards(_kernel()))
+    fission_guards(_kernel(slow=True))
+    assert format_function(fission_guards(_kernel())) == first
 
 
 def test_not_split_when_unsafe_or_not_worth_it():

@@ -35,6 +35,7 @@ are one realloc per element type per call, freed before every return.
 from __future__ import annotations
 
 import itertools
+import threading
 
 from ..ir import build as b
 from ..ir import nodes as ir
@@ -45,7 +46,13 @@ __all__ = ["STRIP", "fission_guards"]
 STRIP = 32          # iterations per strip: a few vectors of every width, scratch in L1
 SKIP, RUN, EXIT = 0, 1, 2   # outcome of an iteration's prefix: guard false, guard true, an exit fired
 _SLOW = {"sqrt", "exp", "log"}
-_names = itertools.count()
+# names of new variables: numbered from 0 in each `fission_guards` call (per thread), so that the
+# same program gives the same LLVM text, hence the same kernel symbol, in every process
+_ids = threading.local()
+
+
+def _next() -> int:
+    return next(_ids.counter)
 
 
 # ---------------------------------------------------------------- expression / statement walks
@@ -120,7 +127,7 @@ def _subst(e, m: dict):
 
 
 def _fresh(v: ir.Var) -> ir.Var:
-    return ir.Var(f"{v.name}_f{next(_names)}", v.type, v.kind)
+    return ir.Var(f"{v.name}_f{_next()}", v.type, v.kind)
 
 
 def _clone(stmts, m: dict) -> list:
@@ -232,7 +239,7 @@ class _Scratch:
     def slot(self, ty):
         """(pointer of element type `ty`, index of the slot's first entry)."""
         if ty not in self.ptrs:
-            self.ptrs[ty] = ir.Var(f"fission_scratch_{ty.name}_{next(_names)}", PtrType(ty), "mut")
+            self.ptrs[ty] = ir.Var(f"fission_scratch_{ty.name}_{_next()}", PtrType(ty), "mut")
             self.slots[ty] = 0
         k, self.slots[ty] = self.slots[ty], self.slots[ty] + 1
         return ir.Read(self.ptrs[ty]), b.i64(k * STRIP)
@@ -273,7 +280,7 @@ def _split(loop: ir.For, terminal, lets, scratch: _Scratch) -> list:
     body = terminal.then
     read_in_t = _reads(body)
     kept_vars = [s.var for s in lets if id(s.var) in read_in_t]
-    n = next(_names)
+    n = _next()
     lo, hi = ir.Var(f"fis_lo{n}", I64, "let"), ir.Var(f"fis_hi{n}", I64, "let")
     kb = ir.Var(f"fis_strip{n}", I64, "let")
     s0, s1 = ir.Var(f"fis_s0_{n}", I64, "let"), ir.Var(f"fis_s1_{n}", I64, "let")
@@ -352,6 +359,7 @@ def _free_before_returns(stmts, free) -> list:
 
 def fission_guards(fn: ir.Function) -> ir.Function:
     """`fn` with every loop of the guard pattern split (module docstring); `fn` itself when none."""
+    _ids.counter = itertools.count()
     scratch = _Scratch()
     body, changed = _rewrite(fn.body, scratch)
     if not changed:

@@ -113,17 +113,18 @@ class FastCall:
             entry = kernel.compiled.packed
             run = lambda a: entry(a) or None                    # noqa: E731
             lines += [f"blk[{slot}] = a + {8 * off}" for slot, off, _ in cells]
-        lines += ["r = run(a)", "if r.__class__ is int:", "    return failed(kw, blk, r)"]
         kind = kernel.plan.out_kind if kernel.out_fmt is None else None
         env, results = {}, []
         if kind is not None:
+            lines += ["r = run(a)", "if r.__class__ is int:", "    return failed(kw, blk, r)"]
             off = cells[0][1]
             results.append({"float": f"unpack_d(blk, {8 * off})[0]", "int": f"blk[{off}]",
                             "bool": f"(blk[{off}] & 255) != 0"}[kind])
         else:
-            # the runner copied the buffers into bytes r, or left them in the cells (None: a large
-            # output, adopted without a copy; or no runner)
-            lines += ["if r is None:", "    return {finish(kw, blk)}", "b = r"]
+            # the runner copied the buffers into bytes b, or left them in the cells (None: a large
+            # output, adopted without a copy; or no runner), or failed (its status)
+            lines += ["b = run(a)", "if b.__class__ is not bytes:", "    if b is None:", "        return {finish(kw, blk)}",
+                      "    return failed(kw, blk, b)"]
             if inlined(kernel.out_fmt, kernel.merge_output):
                 es, plan = kernel.es, kernel.plan
                 shape_of = lambda d: f"sh{pos[plan.source[es.out_idxs[d]][0]]}[{plan.source[es.out_idxs[d]][1]}]"

@@ -207,7 +207,11 @@ def _out_key(out):
             raise TypeError("out= must be a ct.Tensor or a level format") from None
         check_nest(lvl, "out")
         shaped = any(lv.coord == "int" and getattr(lv, "shape", None) is not None for lv in lvl.modes())
-        key = lvl._ctensor_out_key = (_interned(output_key(lvl)), shaped)
+        key = (_interned(output_key(lvl)), shaped)
+        try:
+            lvl._ctensor_out_key = key
+        except AttributeError:          # a level class without a __dict__: computed each call
+            pass
         return key
 
 

@@ -106,24 +106,24 @@ class FastCall:
         for _, ((a, da), *rest) in kernel.shape_groups:
             lines += [f"if sh{pos[b]}[{db}] != sh{pos[a]}[{da}]:\n    return slow(kw)" for b, db in rest]
         lines.append(f"blk = array('q', {' + '.join(joined)})")
-        lines.append("a = blk.buffer_info()[0]")
         self.grows = [(off, key) for _, off, key in cells if key is not None]
-        run = self._runner([(slot, off) for slot, off, _ in cells])
+        run = self._runner(n + extra, [(slot, off) for slot, off, _ in cells])
         if run is None:             # the kernel through ctypes: the cells' addresses written here
             entry = kernel.compiled.packed
-            run = lambda a: entry(a) or None                    # noqa: E731
+            run = lambda blk: entry(blk.buffer_info()[0]) or None             # noqa: E731
+            lines.append("a = blk.buffer_info()[0]")
             lines += [f"blk[{slot}] = a + {8 * off}" for slot, off, _ in cells]
         kind = kernel.plan.out_kind if kernel.out_fmt is None else None
         env, results = {}, []
         if kind is not None:
-            lines += ["r = run(a)", "if r.__class__ is int:", "    return failed(kw, blk, r)"]
+            lines += ["r = run(blk)", "if r.__class__ is int:", "    return failed(kw, blk, r)"]
             off = cells[0][1]
             results.append({"float": f"unpack_d(blk, {8 * off})[0]", "int": f"blk[{off}]",
                             "bool": f"(blk[{off}] & 255) != 0"}[kind])
         else:
             # the runner copied the buffers into bytes b, or left them in the cells (None: a large
             # output, adopted without a copy; or no runner), or failed (its status)
-            lines += ["b = run(a)", "if b.__class__ is not bytes:", "    if b is None:", "        return {finish(kw, blk)}",
+            lines += ["b = run(blk)", "if b.__class__ is not bytes:", "    if b is None:", "        return {finish(kw, blk)}",
                       "    return failed(kw, blk, b)"]
             if inlined(kernel.out_fmt, kernel.merge_output):
                 es, plan = kernel.es, kernel.plan
@@ -148,11 +148,12 @@ class FastCall:
         exec(compile(self.source, f"<fast call of {kernel.text!r}>", "exec"), env)
         self.call = env["fast"]
 
-    def _runner(self, pointers):
-        """`run(address)`: the native runner (`runtime.runner`: status, bytes or None), or None."""
+    def _runner(self, length, pointers):
+        """`run(block)`: the native runner (`runtime.runner`: status, bytes or None), or None."""
         k = self.kernel
         sizes = [element_size(k.out_fmt, *key) for _, key in self.grows]
-        return None if None in sizes else runner(k, pointers, [(off, size) for (off, _), size in zip(self.grows, sizes)])
+        cells = [(off, size) for (off, _), size in zip(self.grows, sizes)]
+        return None if None in sizes else runner(k, length, pointers, cells)
 
     def _admit(self, j, t):
         """(weakref, slots, shapes) of tensor `t` as input j, checked once and cached; None if it is

@@ -7,7 +7,7 @@ two per cell: the block slot of its pointer and the cell's own slot; then two pe
 cell: the cell's slot and its element size), so the code depends on nothing of a kernel or of
 the process and is compiled once (`codegen.keyed`).
 
-run(address of an argument block):
+run(argument block: an array('q')):
 1. each cell's address written into its pointer slot (the cells sit after the arguments in the
    block); the kernel's packed entry on the block, without the GIL (PyEval_SaveThread /
    RestoreThread);
@@ -16,8 +16,9 @@ run(address of an argument block):
    to 8 bytes): one new `bytes` object holding them one after another, each buffer freed and its
    cell rewritten {0, capacity, byte offset in the bytes}; otherwise None (cells untouched: the
    caller adopts each buffer).  A failed allocation of the bytes is None too (error cleared).
-A wrong argument count or an address that is not a positive int returns NULL (CPython raises
-SystemError, or the conversion's error): only `runtime.fastcall`'s generated code calls it.
+A wrong argument count, or an argument other than an array('q') of the kernel's block length,
+returns NULL with no error set (CPython raises SystemError): only `runtime.fastcall`'s generated
+code calls it.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from llvmlite import ir
 
 PTR, I64, I32, I8 = ir.PointerType(), ir.IntType(64), ir.IntType(32), ir.IntType(8)
 BASE = "ctensor_runner"
-_SIGS = {"PyLong_AsLongLong": (I64, [PTR]), "PyLong_FromLongLong": (PTR, [I64]),
+_SIGS = {"PyLong_FromLongLong": (PTR, [I64]),
          "PyBytes_FromStringAndSize": (PTR, [PTR, I64]), "PyErr_Clear": (ir.VoidType(), []),
          "Py_IncRef": (ir.VoidType(), [PTR]), "PyEval_SaveThread": (PTR, []),
          "PyEval_RestoreThread": (ir.VoidType(), [PTR]), "free": (ir.VoidType(), [PTR]),
@@ -34,7 +35,9 @@ _SIGS = {"PyLong_AsLongLong": (I64, [PTR]), "PyLong_FromLongLong": (PTR, [I64]),
 
 def emit_runner(slot: dict, data_offset: int, bytes_offset: int) -> tuple[str, str]:
     """(LLVM IR text, function name) of the runner; `slot`: context slot of each name in `_SIGS`
-    and of 'None', 'npointers', 'ncells', 'limit' (the tables from slot 'table' on); `data_offset`: where a numpy
+    and of 'None', 'array_type', 'items_offset' / 'descr_offset' (where an array's items and type
+    descriptor pointers sit), 'length' (of the block, in items), 'npointers',
+    'ncells', 'limit' (the tables from slot 'table' on); `data_offset`: where a numpy
     array's data pointer sits in the object; `bytes_offset`: where a bytes object's data starts."""
     m = ir.Module(name=BASE)
     fn = ir.Function(m, ir.FunctionType(PTR, [PTR, PTR, I64]), name=BASE)
@@ -53,11 +56,20 @@ def emit_runner(slot: dict, data_offset: int, bytes_offset: int) -> tuple[str, s
 
     b.cbranch(b.icmp_signed("==", nargs, c(1)), blocks["call"], blocks["null"])
     b.position_at_end(blocks["call"])
-    address = capi("PyLong_AsLongLong", [b.load(args, typ=PTR)])
-    converted = fn.append_basic_block("converted")
-    b.cbranch(b.icmp_signed("<=", address, c(0)), blocks["null"], converted)   # -1: its error is set
+    # the block: an array('q') (its type checked), whose items pointer sits at a fixed offset
+    obj = b.load(args, typ=PTR, name="obj")
+    ob_type = b.load(b.gep(obj, [c(8)], source_etype=I8), typ=PTR, align=8)
+    is_array, converted = fn.append_basic_block("is_array"), fn.append_basic_block("converted")
+    b.cbranch(b.icmp_unsigned("==", ob_type, slot_at(slot["array_type"], PTR)), is_array, blocks["null"])
+    b.position_at_end(is_array)
+    # of typecode 'q' and of this kernel's block length: no write outside it, whatever is passed
+    size = b.load(b.gep(obj, [c(16)], source_etype=I8), typ=I64, align=8)
+    descr = b.load(b.gep(obj, [slot_at(slot["descr_offset"])], source_etype=I8), typ=PTR, align=8)
+    code = b.load(descr, typ=I8, align=1)
+    fits = b.and_(b.icmp_signed("==", size, slot_at(slot["length"])), b.icmp_unsigned("==", code, ir.Constant(I8, 113)))
+    b.cbranch(fits, converted, blocks["null"])
     b.position_at_end(converted)
-    block = b.inttoptr(address, PTR, name="block")
+    block = b.load(b.gep(obj, [slot_at(slot["items_offset"])], source_etype=I8), typ=PTR, align=8, name="block")
     # block[pointer slot] = &block[cell slot], for every cell (the result cell and grown cells)
     npointers, table = slot_at(slot["npointers"]), slot["table"]
     head, body, ready = (fn.append_basic_block(n) for n in ("point", "point_body", "ready"))

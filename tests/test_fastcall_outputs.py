@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from array import array
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -136,7 +137,12 @@ def test_every_output_format_through_the_fast_call(text, kw, out):
 
 def test_the_runner_is_used():
     k = ct.compile("C[x] = A[x] * B[x]", A=A, B=B)
-    assert k._fast.__globals__["run"].__name__.startswith("ctensor_run_")
+    run = k._fast.__globals__["run"]
+    assert run.__name__.startswith("ctensor_run_")
+    n = len(k.getters) + 3 * sum(g[0] == "grow" for g in k.getters)
+    for bad in ([0] * n, n, array("d", [0.0] * n), array("b", [0] * n), array("q", [0] * (n - 1)), array("q", [0] * (n + 1))):
+        with pytest.raises(SystemError):          # nothing but a block of its length: no stray write
+            run(bad)
     assert type(k).__call__ is k._fast and isinstance(k, ct.Kernel)      # the generated call is k(...)
     assert "frombuffer(b," in FastCall(k).source             # built from the runner's bytes
 

@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from functools import cache
 
 import numpy as np
@@ -104,6 +105,36 @@ def test_interpolate(benchmark, tier, impl):
     slow = impl.startswith("torch") and tier != "small"
     benchmark.extra_info.update(points=len(pts), channels=C, grid_mib=grid.nbytes / 2**20)
     benchmark.pedantic(run, rounds=1 if slow else 5, iterations=1, warmup_rounds=0)
+
+
+@pytest.mark.parametrize("tier", ["small", "paper", "frog"])
+def test_interleaved_ratio(benchmark, tier):
+    """ctensor against the numba sparse index-grid kernel, alternated round by round in one loop
+    (CPU time of this process, both one thread, outputs allocated per call): on a shared machine the
+    ratio of two separately timed tests moves with the load between them.  Min and median of 7
+    rounds each, in extra_info (printed by graphics_report.py)."""
+    vals, occ, pts, grid = workload(tier)
+    index, rows = pe.sparse_layout(vals, occ)
+    C = vals.shape[3]
+
+    def numba():
+        out = np.empty((len(pts), C), np.float32)
+        pe.numba_sparse(index, rows, pts, out)
+        return out
+    _check(tier, numba())
+    times = {"ctensor": [], "numba_sparse": []}
+
+    def rounds():
+        for _ in range(7):
+            for name, fn in (("numba_sparse", numba), ("ctensor", lambda: g.interpolate(grid, pts))):
+                t0 = time.process_time()
+                fn()
+                times[name].append(time.process_time() - t0)
+    benchmark.group = "interleaved"
+    benchmark.pedantic(rounds, rounds=1, iterations=1)
+    for name, ts in times.items():
+        benchmark.extra_info[name] = {"min": min(ts), "median": float(np.median(ts))}
+    benchmark.extra_info["tier"] = tier
 
 
 _COMPILE = """

@@ -15,8 +15,11 @@ from collections import defaultdict
 def main(path):
     with open(path) as f:
         data = json.load(f)
-    rows, best, info, compile_s = defaultdict(dict), defaultdict(dict), {}, None
+    rows, best, info, compile_s, inter = defaultdict(dict), defaultdict(dict), {}, None, []
     for b in data["benchmarks"]:
+        if b["group"] == "interleaved":
+            inter.append(b["extra_info"])
+            continue
         if b["group"] == "compile":
             compile_s = (compile_s or []) + [(b["params"]["channels"], b["extra_info"]["compile_s"])]
             continue
@@ -38,6 +41,14 @@ def main(path):
         x = info[grp]
         cells = " | ".join(f"{r[k]:.0f}" if k in r else "" for k in impls)
         print(f"| {grp.split()[-1]} | {x.get('points', '')} x {x.get('channels', '')} | {cells} | {ratio} | {ratio_min} | {speed} |")
+    if inter:
+        print("\nctensor / numba sparse, alternated round by round in one loop (CPU time, 7 rounds each):\n")
+        print("| tier | ctensor min / median (ms) | numba sparse min / median (ms) | ratio of mins | ratio of medians |")
+        print("|---|---|---|---|---|")
+        for x in inter:
+            c, n = x["ctensor"], x["numba_sparse"]
+            print(f"| {x['tier']} | {c['min'] * 1e3:.0f} / {c['median'] * 1e3:.0f} | {n['min'] * 1e3:.0f} / "
+                  f"{n['median'] * 1e3:.0f} | {c['min'] / n['min']:.2f}x | {c['median'] / n['median']:.2f}x |")
     for c, sec in compile_s or []:
         print(f"\ncold compile + first call of the INTERPOLATE kernel (C = {c}, fresh process, empty cache): "
               f"{sec * 1e3:.0f} ms (median of 3)")

@@ -128,12 +128,13 @@ def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray):
     _run_chunks(grid, pts[full:], out[full:], n - full)
 
 
-def _lend(cell, rows: np.ndarray):
-    """Point a kernel's output cell [address, capacity] at `rows` (C-contiguous): the kernel grows
-    a buffer only when its capacity is below what it writes (`Out_shape * Out_shape_1` values, here
-    exactly rows.size), so it writes into `rows` in place and never reallocates or frees it.  The
-    caller clears the cell before the call is released (release frees what a cell points at)."""
-    cell[0], cell[1] = rows.ctypes.data, rows.size
+def _lend(cell, address: int, n: int):
+    """Point a kernel's output cell [address, capacity] at the n values at `address` (rows of the
+    caller's array): the kernel grows a buffer only when its capacity is below what it writes
+    (`Out_shape * Out_shape_1` values, here exactly n), so it writes there in place and never
+    reallocates or frees it.  The caller clears the cell before the call is released (release frees
+    what a cell points at)."""
+    cell[0], cell[1] = address, n
 
 
 def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int):
@@ -157,13 +158,14 @@ def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int):
     if need != size * grid.channels:
         call.release()
         raise RuntimeError(f"graphics: the kernel writes {need} values a chunk, not {size} x {grid.channels}")
+    # row addresses by arithmetic: `ndarray.ctypes` per chunk made objects for the cyclic GC
+    base, row_bytes = out.ctypes.data, grid.channels * out.itemsize
     try:
         for lo in range(0, len(pts), size):
             if lo:
                 for a, col in enumerate(coords):
                     col[:] = pts[lo:lo + size, a]
-            rows = out[lo:lo + size]
-            _lend(cell, rows)
+            _lend(cell, base + lo * row_bytes, size * grid.channels)
             call.run()
     finally:
         cell[0], cell[1] = 0, 0             # the rows belong to `out`: nothing for release to free

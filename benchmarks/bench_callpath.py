@@ -67,10 +67,11 @@ def test_dot(benchmark, impl):
     A, B = _tensors()
     k = ct.compile(DOT, A=A, B=B)
     want = numba_dot(*A_RUNS, *B_RUNS, 0.0)
+    args, kwargs = (), {}              # timed as fn(*args, **kwargs): no wrapper frame in the time
     if impl == "ctensor_call":
-        fn = lambda: k(A=A, B=B)                                            # noqa: E731
+        fn, kwargs = k, dict(A=A, B=B)
     elif impl == "ctensor_einsum":
-        fn = lambda: ct.einsum(DOT, A=A, B=B)                               # noqa: E731
+        fn, args, kwargs = ct.einsum, (DOT,), dict(A=A, B=B)
     elif impl == "ctensor_packed_run":
         call = k.pack(A=A, B=B)
 
@@ -85,9 +86,9 @@ def test_dot(benchmark, impl):
         assert call.out_cell[0] == pytest.approx(want)
         return
     else:
-        fn = lambda: numba_dot(*A_RUNS, *B_RUNS, 0.0)                       # noqa: E731
-    assert fn() == pytest.approx(want)
-    benchmark(fn)
+        fn, args = numba_dot, (*A_RUNS, *B_RUNS, 0.0)
+    assert fn(*args, **kwargs) == pytest.approx(want)
+    benchmark(fn, *args, **kwargs)
 
 
 # ---------------------------------------------------------------- tensor outputs: one call from Python

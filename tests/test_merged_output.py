@@ -163,6 +163,24 @@ def test_no_revisit_compiles_no_sibling():
     assert "merged" not in k._siblings and out[ct.Limit(1.0)] == 1
 
 
+def test_a_large_revisiting_kernel_is_compiled_merged_at_once(monkeypatch):
+    """Above `pipeline.MERGE_FIRST_AT` IR statements a kernel whose output a loop revisits is
+    lowered merged from the start (no checked kernel that stops, no sibling compile: a fuzzed
+    program took 6.5 s twice); the threshold is lowered here to make a small program large.  A
+    kernel that does not revisit its output stays checked."""
+    from ctensor.driver import pipeline
+    monkeypatch.setattr(pipeline, "MERGE_FIRST_AT", 0)
+    S = ct.interval_set([0.0, 1.0, 4.0], [3.0, 5.0, 6.0])
+    text = "FirstMerged[x] = S[i, x] * d(i; counting)"            # (a text no other test compiles)
+    k = ct.compile(text, S=S)
+    assert k.merge_output and not k.mergeable
+    out = k(S=S)
+    assert not k._siblings
+    for p in probes(breakpoints_1d(S, out)):
+        assert out[p] == oracle(text, S=S).at((p.value, p.eps)), p
+    assert not ct.compile("NotRevisited[i] = S[i, x] * d(x; lebesgue)", S=S).merge_output
+
+
 # ------------------------------------------------------------------ the merge itself
 def _eval_runs(ptr, L, Le, R, Re, val, op, pts, disjoint=False):
     f = {"+": lambda a, b: a + b, "max": max, "min": min}[op]

@@ -24,10 +24,15 @@ from ..formats.tensor import Tensor
 from ..lang.semiring import Semiring
 from ..runtime.args import read_args, split_args, user_measures
 from ..runtime.kernel import Kernel
+from ..runtime.merge_output import revisited
 from ..runtime.output_format import check_output_format, default_output, output_key
 from ..runtime.recursion import deep
 from ..runtime.spec import KernelSpec
 from . import kernel_store
+
+# IR statements above which a kernel with a revisited output is compiled merged at once (`_compile`):
+# ~1 s of LLVM work (a fuzzed kernel of 21k statements took 6.5 s, then 6.5 s again for its sibling)
+MERGE_FIRST_AT = 4000
 
 
 def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_valid=False,
@@ -179,6 +184,12 @@ def _compile(text, kwargs, options) -> Kernel:
     out_fmt = output_format(es, plan, options["out"])
     lowered = lower_program(es, plan, tensors, scalars, out_fmt, prove_guards=options["prove_guards"],
                             split_sums=options["split_sums"], merge_output=options["merge_output"])
+    if not lowered.merge_output and revisited(out_fmt, plan) and statements(lowered.fn) > MERGE_FIRST_AT:
+        # a large kernel whose output a loop revisits is compiled merged from the start: if the
+        # checked kernel stopped with STATUS_OUTPUT_ORDER at its first call, the merged sibling
+        # would cost a second compile of seconds, more than merging the output costs at run time
+        lowered = lower_program(es, plan, tensors, scalars, out_fmt, prove_guards=options["prove_guards"],
+                                split_sums=options["split_sums"], merge_output=True)
     t1 = time.perf_counter()
     compiled = compile_function(lowered.fn)
     spec = KernelSpec(
@@ -194,6 +205,20 @@ def _compile(text, kwargs, options) -> Kernel:
         compile_seconds={"lower": t1 - t0, **compiled.compile_seconds,
                          "total": time.perf_counter() - t0})
     return Kernel(spec, compiled, fn=lowered.fn)
+
+
+def statements(fn) -> int:
+    """The number of IR statements of a function, nested ones included (its size before LLVM)."""
+    from ..ir import nodes as ir
+    n, todo = 0, [fn.body]
+    while todo:
+        for s in todo.pop():
+            n += 1
+            if isinstance(s, ir.If):
+                todo += [s.then, s.orelse]
+            elif isinstance(s, (ir.While, ir.For)):
+                todo.append(s.body)
+    return n
 
 
 def output_format(es, plan, out) -> Level | None:

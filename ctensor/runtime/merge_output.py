@@ -195,6 +195,16 @@ def unmergeable(out_fmt, plan) -> str | None:
     return None
 
 
+def revisited(out_fmt, plan) -> bool:
+    """Does a loop outside the output's last index that is not an output index revisit its last
+    level (so that a kernel compiled without `merge_output` may stop with STATUS_OUTPUT_ORDER),
+    with an output the runtime can merge (`unmergeable`)?"""
+    if out_fmt is None or unmergeable(out_fmt, plan) is not None:
+        return False
+    out_idxs, order = plan.einsum.out_idxs, list(plan.order)
+    return any(i not in out_idxs for i in order[:order.index(out_idxs[-1])])
+
+
 def merge_level(lvl, op):
     """The merged copy of a revisited output level (see `unmergeable`), built by the runtime."""
     leaf = lvl.child

@@ -1,6 +1,9 @@
 """Thread scaling: one kernel called from two threads, and the apps' `workers=` (issue 27 item 2).
 
-    pytest benchmarks/bench_threads.py --benchmark-min-rounds=5 -s
+    OPENBLAS_NUM_THREADS=1 pytest benchmarks/bench_threads.py --benchmark-min-rounds=5 -s
+
+(one BLAS thread: kpconv's dense contraction runs in numpy's BLAS, whose own threads would make
+workers=1 use every core already; `ctensor.apps.pointcloud`'s docstring)
 
 The peer of each 2-thread timing is the same work on one thread, in the same run:
 - kernel: the interval dot product `s[] = A[x] * B[x] * d(x; lebesgue)` on two pairs of 2e6-interval
@@ -44,7 +47,8 @@ def _report():
     load0 = os.getloadavg()
     yield
     load1 = os.getloadavg()
-    print(f"\n\nthread scaling (min of rounds; load average {load0[0]:.2f} before, {load1[0]:.2f} after)")
+    print(f"\n\nthread scaling (min of rounds; load average {load0[0]:.2f} before, {load1[0]:.2f} after; "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')})")
     print(f"{'work':<28}{'1 thread ms':>12}{'2 threads ms':>14}{'speed-up':>10}{'ratio':>8}")
     for work in dict.fromkeys(k[0] for k in _TIMES):
         one, two = _TIMES.get((work, 1)), _TIMES.get((work, 2))

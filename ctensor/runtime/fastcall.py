@@ -31,6 +31,7 @@ from ..formats.tensor import Tensor
 from ..lang.affine import form
 from ..lang.program import accesses
 from .buffers import free
+from .codecache import compiled_code
 from .fastcall_out import bytes_taker, element_size, inlined, output_lines
 from .output_format import rebuild_output
 from .runner import runner
@@ -145,7 +146,7 @@ class FastCall:
                    run=run, failed=self._failed, finish=self._finish, generic=self._generic,
                    finite=kernel._finite, unpack_d=_D.unpack_from, pack_d=_D.pack, pack_q=_Q.pack, INT64=_INT64,
                    **{f"M{j}": m for j, m in enumerate(measures)})
-        exec(compile(self.source, f"<fast call of {kernel.text!r}>", "exec"), env)
+        exec(compiled_code(self.source, f"<fast call of {kernel.text!r}>"), env)
         self.call = env["fast"]
 
     def _runner(self, length, pointers):

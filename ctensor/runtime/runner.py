@@ -58,9 +58,8 @@ def runner(kernel, length, pointers, cells, limit: int = LIMIT):
     if address is None:
         return None
     slots = np.zeros(SLOT["table"] + 2 * len(pointers) + 2 * len(cells), np.int64)
-    for name in _CAPI:
-        slots[SLOT[name]] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
-    slots[SLOT["free"]] = ctypes.cast(_libc.free, ctypes.c_void_p).value
+    for name, value in _capi().items():
+        slots[SLOT[name]] = value
     slots[SLOT["kernel"]], slots[SLOT["None"]] = kernel.compiled.packed_address, id(None)
     slots[SLOT["array_type"]], slots[SLOT["items_offset"]] = id(array), _ITEMS_OFFSET
     slots[SLOT["descr_offset"]], slots[SLOT["length"]] = _DESCR_OFFSET, length
@@ -72,6 +71,13 @@ def runner(kernel, length, pointers, cells, limit: int = LIMIT):
     ctx = _Context(slots, name, (kernel.compiled,))
     method = ctx.method = _MethodDef(name, address, METH_FASTCALL, None)
     return _new_cfunction(ctypes.addressof(method), np.asarray(ctx), None)
+
+
+@functools.cache
+def _capi() -> dict:
+    """Addresses of the C-API functions and libc `free` the runner calls (one lookup per process)."""
+    got = {name: ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value for name in _CAPI}
+    return {**got, "free": ctypes.cast(_libc.free, ctypes.c_void_p).value}
 
 
 @functools.cache

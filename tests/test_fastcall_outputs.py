@@ -270,3 +270,21 @@ def test_random_closedness_equals_the_checked_path(text):
         k = kernels.get(key) or kernels.setdefault(key, ct.compile(text, A=X, B=Y))
         got = k(A=X, B=Y)
         assert_same(got, checked(k, dict(A=X, B=Y)))
+
+
+def test_einsum_tokens_do_not_travel_through_pickle():
+    """ct.einsum keeps a per-process token of each tensor's (and out= level's) format on the object;
+    a pickled copy — another process's view of it — must not carry it (an id there could be another
+    format's token): it unpickles as None and is computed again."""
+    import pickle
+    from ctensor.runtime import api
+    A = ct.intervals([0.0, 2.0], [1.0, 3.0], values=[1.0, 2.0])
+    out = ct.Dense(ct.Element(0.0))
+    I = ct.Tensor(ct.Dense(ct.Element(0.0, val=np.array([1.0, 2.0, 3.0])), 3))
+    assert ct.einsum("s[] = A[x] * A[x] * d(x; lebesgue)", A=A) == 5.0
+    assert ct.einsum("TokOut[i] = I[i] * 2", I=I, out=out).to_numpy().tolist() == [2.0, 4.0, 6.0]
+    assert A.__dict__.get("_format_token") is not None and out._ctensor_out_key[0] is not None
+    A2, out2 = pickle.loads(pickle.dumps(A)), pickle.loads(pickle.dumps(out))
+    assert A2.__dict__.get("_format_token") is None and out2._ctensor_out_key[0] is None
+    assert api._arg_key(A2) == api._arg_key(A) and api._out_key(out2) == api._out_key(out)
+    assert ct.einsum("s[] = A[x] * A[x] * d(x; lebesgue)", A=A2) == 5.0

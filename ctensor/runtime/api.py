@@ -188,7 +188,7 @@ def _arg_key(v):
     `_interned`, kept on the tensor: it is immutable), a scalar's type (a measure's weight)."""
     if type(v) is Tensor:
         token = v.__dict__.get("_format_token")
-        if token is None:
+        if token is None:               # (also after a pickle: a token unpickles as None)
             token = v._format_token = _interned(_format_key(v))
         return token
     if isinstance(v, Measure):
@@ -200,25 +200,39 @@ def _out_key(out):
     """(output_key, has an integer level with a shape to check) of an out= Tensor or Level, computed
     once per object (a format object is not changed once built); TypeError for anything else."""
     lvl = out.level if type(out) is Tensor else out
-    try:
-        return lvl._ctensor_out_key
-    except AttributeError:
-        if not isinstance(lvl, Level):
-            raise TypeError("out= must be a ct.Tensor or a level format") from None
-        check_nest(lvl, "out")
-        shaped = any(lv.coord == "int" and getattr(lv, "shape", None) is not None for lv in lvl.modes())
-        key = (_interned(output_key(lvl)), shaped)
-        try:
-            lvl._ctensor_out_key = key
-        except AttributeError:          # a level class without a __dict__: computed each call
-            pass
+    key = getattr(lvl, "_ctensor_out_key", None)
+    if key is not None and key[0] is not None:          # (a token unpickles as None)
         return key
+    if not isinstance(lvl, Level):
+        raise TypeError("out= must be a ct.Tensor or a level format")
+    check_nest(lvl, "out")
+    shaped = any(lv.coord == "int" and getattr(lv, "shape", None) is not None for lv in lvl.modes())
+    key = (_interned(output_key(lvl)), shaped)
+    try:
+        lvl._ctensor_out_key = key
+    except AttributeError:          # a level class without a __dict__: computed each call
+        pass
+    return key
+
+
+class _Token(int):
+    """The id of an interned format key: valid in this process only, so it unpickles (and deep-copies)
+    as None, which makes `_arg_key` / `_out_key` compute it again: an id carried into another
+    process could equal the token of another format there."""
+    __slots__ = ()
+
+    def __reduce__(self):
+        return _no_token, ()
+
+
+def _no_token():
+    return None
 
 
 def _interned(key) -> int:
     """A token for a format key in ct.einsum's first look: the id of the one copy of it kept here
     (never dropped, so ids are never reused), cheap to hash where the nested key is not."""
-    return id(_INTERNED.setdefault(key, key))
+    return _Token(id(_INTERNED.setdefault(key, key)))
 
 
 def _format_key(t: Tensor):

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .pyentry_emit import _Callee
+
 PTR, I64, I32, I8 = ir.PointerType(), ir.IntType(64), ir.IntType(32), ir.IntType(8)
 BASE = "ctensor_runner"
 _SIGS = {"PyLong_FromLongLong": (PTR, [I64]),
@@ -167,14 +169,3 @@ def emit_runner(slot: dict, data_offset: int, bytes_offset: int) -> tuple[str, s
     b.position_at_end(blocks["null"])
     b.ret(ir.Constant(PTR, None))
     return str(m), BASE
-
-
-class _Callee:
-    """A function pointer held in a `ptr` value, with the signature `IRBuilder.call` reads off its
-    callee (an indirect call through an opaque pointer)."""
-
-    def __init__(self, ptr, fnty):
-        self.ptr, self.function_type = ptr, fnty
-
-    def get_reference(self):
-        return self.ptr.get_reference()

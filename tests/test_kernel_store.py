@@ -121,3 +121,29 @@ def test_key_covers_what_determines_the_code(tmp_path, monkeypatch):
     assert [k(**kw) for k, (_, kw) in zip(again, texts)] == [k(**kw) for k, (_, kw) in zip(got, texts)]
     assert compile_kernel(texts[0][0], texts[0][1], semiring="max").source == "compiled"
     assert compile_kernel(texts[0][0], texts[0][1], use_store=False).source == "compiled"
+
+
+def test_ir_types_unpickle_as_the_module_instances():
+    """A kernel's IR comes back from the disk cache by pickle; its types must be the module's own
+    instances (the IR builders and tools test `ty is I1`): a warm-loaded kernel's `fn` lost its ε
+    tests to `type is I8` before (test_guards' Fig. 19 test failed on a second run of the suite)."""
+    import pickle
+    import ctensor as ct
+    from ctensor.ir import nodes as ir
+    from ctensor.ir.types import SCALARS, ptr
+    for t in SCALARS.values():
+        assert pickle.loads(pickle.dumps(t)) is t
+        assert pickle.loads(pickle.dumps(ptr(t))).elem is t
+    A = ct.intervals([0.0, 3.0], [3.0, 6.0], values=[2.0, 1.0], closed=["left", "both"])
+    fn = pickle.loads(pickle.dumps(ct.compile("TypesBack[] = A[x] * d(x; counting)", A=A).fn))
+    types = [s.cond.a.type for s in _walk_ifs(fn.body) if isinstance(s.cond, ir.Cmp) and hasattr(s.cond.a, "type")]
+    assert types and all(any(t is u for u in SCALARS.values()) for t in types)
+
+
+def _walk_ifs(stmts):
+    from ctensor.ir import nodes as ir
+    for s in stmts:
+        if isinstance(s, ir.If):
+            yield s
+        for f in ("then", "orelse", "body"):
+            yield from _walk_ifs(getattr(s, f, ()))

@@ -23,6 +23,11 @@ class ScalarType:
     def is_int(self) -> bool:
         return not self.is_float
 
+    def __reduce__(self):
+        # unpickled as the module's own instance: the IR builders test types by identity
+        # (`ty is I1`), and a kernel's IR comes back from the disk cache by pickle
+        return _scalar, (self.name,)
+
 
 @dataclass(frozen=True)
 class PtrType:
@@ -30,6 +35,10 @@ class PtrType:
 
     def __repr__(self) -> str:
         return f"ptr<{self.elem.name}>"
+
+
+def _scalar(name: str) -> ScalarType:
+    return SCALARS[name]
 
 
 I1 = ScalarType("i1", 1, False)

@@ -271,12 +271,12 @@ class PointIndex:
         """The pairs of a batched kernel over the boxes lo, hi (queries first, first + 1, ...), clipped
         to the points' bounds (`_clip_many`): int64 keys q * n + id, sorted, or a (2, k) array of
         pairs sorted by (query, id) when such keys could overflow."""
-        lo, hi, rows = self._clip_many(lo, hi)
-        if self.n == 0 or len(rows) == 0:
+        lo, hi, kept = self._clip_many(lo, hi)          # kept: rows of this chunk
+        if self.n == 0 or len(kept) == 0:
             return np.zeros(0, np.int64)
-        rows += first
+        rows = kept + first
         args = dict(B=_box_tensor(lo, hi), P=self.tensor,
-                    **{k: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v[rows - first])), len(rows)))
+                    **{k: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v[kept])), len(kept)))
                        for k, v in vectors.items()})
         k = compiled(self.kernels, name, EINSUMS[name], args, out=Dense(SparseList(Pattern(), shape=self.n)))
         fibers = k(**args).levels()[1]

@@ -117,9 +117,10 @@ def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray):
 
     One kernel call per chunk of points (about 1 MiB of output), through one packed call
     (`Kernel.pack`) whose point coordinates are rewritten in place between runs.  Each run writes
-    its Out[m, c] straight into its rows of `out` (`_lend`): the kernel zeroes and accumulates a
-    chunk while it is in cache, and nothing is copied after.  One call for all points would zero
-    the whole (M, C) output first and then read it back from memory to accumulate.  The buffers
+    its Out[m, c] straight into its rows of `out` (`PackedCall.set_output`): the kernel zeroes
+    and accumulates a chunk while it is in cache, and nothing is copied after.  One call for all
+    points would zero the whole (M, C) output first and then read it back from memory to
+    accumulate.  The buffers
     belong to this call."""
     per = _CHUNK_BYTES // (grid.channels * grid.dtype.itemsize)       # points whose output fills the chunk
     n, size = len(pts), max(1, min(max(per, _MIN_CHUNK), _CHUNK_POINTS, len(pts)))
@@ -128,47 +129,26 @@ def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray):
     _run_chunks(grid, pts[full:], out[full:], n - full)
 
 
-def _lend(cell, address: int, n: int):
-    """Point a kernel's output cell [address, capacity] at the n values at `address` (rows of the
-    caller's array): the kernel grows a buffer only when its capacity is below what it writes
-    (`Out_shape * Out_shape_1` values, here exactly n), so it writes there in place and never
-    reallocates or frees it.  The caller clears the cell before the call is released (release frees
-    what a cell points at)."""
-    cell[0], cell[1] = address, n
-
-
 def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int):
     """Rows of pts (a multiple of `size` of them) in chunks of `size` points through one packed call,
     each chunk's output written into its rows of out."""
     if len(pts) == 0:
         return
-    if not (out.flags.c_contiguous and out.dtype == grid.dtype and out.shape == (len(pts), grid.channels)):
-        raise ValueError("graphics: the output rows must be a C-contiguous (M, C) array of the grid's dtype")
     args = dict(P=_point_tensor(pts[:size]), S=grid.support, Grid=grid.tensor, Box=_BOX)
     # Out[m, c] of the grid's dtype: a float32 grid gets a float32 output leaf (each corner's sum in
     # float64, rounded to float32), half the bytes of a float64 one
     out_fmt = Dense(Dense(Element(0.0, dtype=grid.dtype)))
     k = compiled(_KERNELS, grid.tensor.level.format_key(), INTERPOLATE, args, out=out_fmt)
     coords = [lv.idx for lv in args["P"].levels()[1:4]]        # the u, v, w pinpoints, as packed
-    leaf = next(g for g in k.getters if g[0] == "grow" and g[2] == "val")[1]
     call = k.pack(**args)
-    cell = call.cells[(leaf, "val")]
-    # what the kernel writes: Out_shape * Out_shape_1 values, from the block's output shapes
-    need = int(np.prod([call.block[j] for j, g in enumerate(k.getters) if g[0] == "outshape"]))
-    if need != size * grid.channels:
-        call.release()
-        raise RuntimeError(f"graphics: the kernel writes {need} values a chunk, not {size} x {grid.channels}")
-    # row addresses by arithmetic: `ndarray.ctypes` per chunk made objects for the cyclic GC
-    base, row_bytes = out.ctypes.data, grid.channels * out.itemsize
     try:
         for lo in range(0, len(pts), size):
             if lo:
                 for a, col in enumerate(coords):
                     col[:] = pts[lo:lo + size, a]
-            _lend(cell, base + lo * row_bytes, size * grid.channels)
+            call.set_output(out, lo)         # the kernel writes rows lo .. lo + size - 1 in place
             call.run()
     finally:
-        cell[0], cell[1] = 0, 0             # the rows belong to `out`: nothing for release to free
         call.release()
 
 

@@ -1,6 +1,7 @@
 """`PackedCall`: one argument block of a compiled kernel, for repeated low-overhead calls from Python
 or from embedding code (numba), with the kernel-grown output buffers read in place (DESIGN.md §5:
-the packed entry point)."""
+the packed entry point), or a Dense output written straight into the caller's array
+(`set_output`, `runtime.lend`)."""
 from __future__ import annotations
 
 import weakref
@@ -11,6 +12,7 @@ from ..errors import InvalidProgramError, KernelError
 from ..formats.tensor import Tensor
 from ..ir import nodes as ir
 from .buffers import borrow_array, free
+from .lend import check_lent, check_row, lend_plan
 from .merge_output import unmergeable
 
 
@@ -23,12 +25,15 @@ class PackedCall:
         self.kernel, self.tensors, self.block = kernel, tensors, block
         self.keep, self.cells, self.out_cell = keep, cells, out_cell
         self._views = {}
+        # a caller's array lent as the output (`set_output`): its cell is never freed here, so the
+        # finaliser below sees the same set and skips it
+        self._lent, self._lent_at, self._lent_keys, self._lend = None, 0, set(), None
         # read once: `ndarray.ctypes.data` costs about 1 µs, the kernel call itself about 0.5 µs
         self._address, self._entry = block.ctypes.data, kernel.compiled.packed
         self._floats = block.view(np.float64)      # float scalars are stored bit-cast in the block
         # buffers the kernel grew and nobody adopted are freed when the call is dropped unreleased
         # (e.g. a PointIndex's single-query calls); the finaliser holds the cells, not self
-        weakref.finalize(self, _free_cells, cells)
+        weakref.finalize(self, _free_cells, cells, self._lent_keys)
 
     @property
     def address(self) -> int:
@@ -70,6 +75,58 @@ class PackedCall:
         else:
             self.block[k] = int(value)
 
+    def set_output(self, out: np.ndarray, row: int = 0) -> np.ndarray:
+        """Have `run` write this call's output straight into `out` (no kernel-grown buffer, no copy
+        after the call); returns `out`.  Call it again (e.g. with the next `row`) before the next
+        `run` to write elsewhere.
+
+        For a kernel whose output is Dense levels over an Element leaf (`Out[i, j] = ...` with the
+        default or a Dense `out=` format).  `out`: a numpy array of the output's shape (the Dense
+        levels' shapes, outermost first, as this call's inputs give them) — or with more rows,
+        receiving the output in rows [row, row + shape[0]) — of the leaf's dtype (float64,
+        float32 for `Element(..., dtype=float32)`, int64 or bool), C-contiguous, aligned,
+        writeable, and sharing no memory with an input buffer of this call.  The kernel first
+        sets each of its elements to the output's fill value, then accumulates, so they are all
+        overwritten; other rows of `out` are left alone.  `run` leaves the result there (the
+        values of `Kernel.__call__`'s Tensor, `.to_numpy()`); `finish` returns `out`.  On a
+        failing status the rows hold a partial result.  The array is referenced until the next
+        `set_output` with another array, `finish` or `release`.  Passing the same array again
+        (another `row`) checks only the row: a few hundred ns.
+
+        Raises TypeError: `out` not a numpy array, another dtype, `row` not an int, or a kernel
+        whose output is a scalar, has a sparse level, or is a float sum computed term by term
+        (`Kernel.split_sums`, whose call recomputes a non-finite result pointwise: compile it
+        with `ctensor.driver.compile_kernel(text, tensors, split_sums=False)` to lend it an
+        output); FormatError: another shape, not C-contiguous / aligned / writeable, overlapping
+        an input buffer (named), or rows outside `out`.
+        """
+        plan = self._lend
+        if plan is None:
+            plan = self._lend = lend_plan(self.kernel, self.block, self.tensors)
+        if out is not self._lent:
+            self._lent_at = check_lent(plan, out)
+            self._lent = out
+        address = self._lent_at + check_row(plan, out, row)
+        cell = self.cells[plan.cell]
+        if plan.cell not in self._lent_keys:
+            if cell[0]:             # a buffer an earlier `run` grew (read with `buffer`): ours to free
+                free(int(cell[0]))
+                self._views.pop(plan.cell, None)
+            self._lent_keys.add(plan.cell)
+        # capacity = exactly the elements the kernel writes (its Dense shapes' product, checked
+        # against out.shape above): the kernel's grow test (capacity < needed) never fires, so it
+        # writes in place and never passes the array to realloc
+        cell[0], cell[1] = address, plan.size
+        return out
+
+    def _unlend(self):
+        if self._lent_keys:
+            for key in self._lent_keys:
+                cell = self.cells[key]
+                cell[0], cell[1] = 0, 0
+            self._lent_keys.clear()
+        self._lent = None
+
     # ---- repeated calls: the inputs' buffers may be rewritten in place between runs (same lengths),
     # the output buffers are kept and reused (no malloc once they are large enough)
     def run(self):
@@ -96,16 +153,20 @@ class PackedCall:
         return view[2][:n]
 
     def release(self):
-        """Free the kernel-grown buffers (views from `buffer` become invalid)."""
+        """Free the kernel-grown buffers (views from `buffer` become invalid) and return a lent
+        output array (`set_output`) to its owner."""
         self._views = {}
+        self._unlend()
         _free_cells(self.cells)
 
     def finish(self, status: int):
-        """Raise KernelError on a non-zero status; return the scalar or the output Tensor; free
-        every kernel-grown buffer."""
+        """Raise KernelError on a non-zero status; return the scalar, the lent array (`set_output`)
+        or the output Tensor; free every kernel-grown buffer."""
         k = self.kernel
         try:
             self.check_status(status)
+            if self._lent is not None:
+                return self._lent
             if self.out_cell is not None:
                 return self.out_cell[0].item()
             # well-formed by construction: appends are checked in order by the kernel itself
@@ -114,7 +175,9 @@ class PackedCall:
             self.release()
 
 
-def _free_cells(cells):
-    for cell in cells.values():
+def _free_cells(cells, lent=()):
+    for key, cell in cells.items():
+        if key in lent:             # a caller's array (`set_output`): not ours to free
+            continue
         free(int(cell[0]))
         cell[0], cell[1] = 0, 0

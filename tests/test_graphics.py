@@ -69,6 +69,42 @@ def test_chunks_and_remainder(monkeypatch):
     np.testing.assert_allclose(one, reference(V, (V != 0).any(-1), pts), atol=1e-12)
 
 
+@pytest.mark.parametrize("layout", ["fortran", "transposed", "float32 fortran", "strided"])
+def test_point_layouts(monkeypatch, layout):
+    """Points whose columns are contiguous (Fortran order, a (3, M) array transposed) are read in
+    place by the kernel (`PackedCall.set_input`), other layouts and dtypes converted: all give the
+    C-order float64 result exactly, in chunks and with workers."""
+    rng = np.random.default_rng(16)
+    V = np.where(rng.random((7, 7, 7, 1)) < 0.5, rng.uniform(0, 1, (7, 7, 7, 3)), 0.0)
+    grid = g.voxel_grid(V)
+    pts = rng.uniform(-1, 8, (1003, 3))
+    if layout == "float32 fortran":
+        pts = pts.astype(np.float32)
+    one = g.interpolate(grid, np.ascontiguousarray(pts, np.float64))
+    other = {"fortran": lambda: np.asfortranarray(pts), "transposed": lambda: np.ascontiguousarray(pts.T).T,
+             "float32 fortran": lambda: np.asfortranarray(pts),
+             "strided": lambda: np.repeat(pts, 2, axis=0)[::2]}[layout]()
+    monkeypatch.setattr(g, "_CHUNK_POINTS", 100)
+    assert np.array_equal(g.interpolate(grid, other), one)
+    assert np.array_equal(g.interpolate(grid, other, workers=2), one)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_nan_in_a_later_chunk_is_named(monkeypatch, order):
+    """Points are checked for NaN/inf chunk by chunk as the kernel reads them: the first bad
+    element is named with its row in the caller's array, also from a later chunk or worker."""
+    grid = g.voxel_grid(np.ones((4, 4, 4, 2)))
+    pts = np.asarray(np.random.default_rng(17).uniform(0, 3, (1003, 3)), order=order)
+    pts[777, 1], pts[901, 0] = np.nan, np.inf
+    monkeypatch.setattr(g, "_CHUNK_POINTS", 100)
+    for workers in (1, 2):
+        with pytest.raises(ct.FormatError, match=r"points\[777, 1\] = nan is not finite"):
+            g.interpolate(grid, pts, workers=workers)
+    pts[777, 1] = 0.0
+    with pytest.raises(ct.FormatError, match=r"points\[901, 0\] = inf is not finite"):
+        g.interpolate(grid, pts)
+
+
 def test_workers_and_threads_give_identical_results():
     rng = np.random.default_rng(13)
     V = np.where(rng.random((10, 10, 10, 1)) < 0.4, rng.uniform(0, 1, (10, 10, 10, 2)), 0.0)

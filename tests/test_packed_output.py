@@ -186,3 +186,41 @@ def test_outputs_that_cannot_be_lent():
     call.set_output(np.zeros(3))
     call.run()
     assert np.array_equal(call.finish(0), whole(S=S, A=A, B=B).to_numpy())
+
+
+def test_set_input_reads_a_window_of_a_longer_array():
+    """A float input buffer read from elements [start, start + n) of another array, in place:
+    the result of a call on a tensor holding those elements; after `release` the packed buffer
+    is read again."""
+    Vf = ct.Tensor(ct.Dense(ct.Element(0.0)), np.array([1.0, 2.0, 3.0]))
+    k = ct.compile("C[i] = V[i] * w", V=Vf, w=2.0)
+    big = np.arange(10.0) ** 2
+    call = k.pack(V=Vf, w=2.0)
+    out = np.zeros(3)
+    for start in (0, 4, 7):
+        call.set_input("V", 1, "val", big, start)
+        call.set_output(out)
+        call.run()
+        want = k(V=ct.Tensor(ct.Dense(ct.Element(0.0)), big[start:start + 3].copy()), w=2.0).to_numpy()
+        assert np.array_equal(out, want)
+    call.release()
+    call.run()
+    assert np.array_equal(call.buffer(1, "val", 3, np.float64), [2.0, 4.0, 6.0])
+    call.release()
+
+
+def test_set_input_errors_name_the_argument():
+    k = ct.compile("C[i] = S[i, x] * B[x] * d(x; lebesgue)", S=S, B=B)
+    call = k.pack(S=S, B=B)
+    with pytest.raises(TypeError, match=r"set_input: S \(level 0 ptr\) is not a float buffer"):
+        call.set_input("S", 0, "ptr", np.zeros(4, np.int64))              # an index: never rebound
+    left = B.levels()[0].left
+    with pytest.raises(TypeError, match="array: expected dtype float64"):
+        call.set_input("B", 0, "left", left.astype(np.float32))
+    with pytest.raises(ct.FormatError, match="array: expected a 1-D C-contiguous"):
+        call.set_input("B", 0, "left", np.zeros(6)[::2])
+    with pytest.raises(ct.FormatError, match="start: rows 2 .. 2"):
+        call.set_input("B", 0, "left", np.zeros(2), 2)
+    with pytest.raises(TypeError, match="array: expected a numpy array"):
+        call.set_input("B", 0, "left", [0.0])
+    call.release()

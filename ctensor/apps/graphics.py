@@ -27,7 +27,8 @@ import numpy as np
 
 from ..errors import FormatError
 from ..formats import Dense, Element, Pattern, SparsePoint, Tensor, UnitCells, box
-from .graphics_input import channel, occupancy, per_ray, positive_int, real_array, voxel_values
+from .graphics_input import (channel, finite_rows, occupancy, per_ray, point_rows, positive_int, real_array,
+                             voxel_values)
 from .graphics_render import composite
 from .workers import check_workers, compiled, map_chunks
 
@@ -106,46 +107,57 @@ def _grid(grid) -> VoxelGrid:
 
 def _point_tensor(pts: np.ndarray) -> Tensor:
     """P[m, u, v, w]: point m at (u, v, w) — Dense over the ids, one pinpoint per axis below (the
-    points stay in their order: no sort, and the output is written row after row)."""
-    lv = SparsePoint(SparsePoint(SparsePoint(Pattern(), pts[:, 2].copy()), pts[:, 1].copy()), pts[:, 0].copy())
+    points stay in their order: no sort, and the output is written row after row).  A column
+    that is contiguous already (Fortran-order points) is used in place, others are copied."""
+    col = lambda a: pts[:, a] if pts.strides[0] == pts.itemsize else pts[:, a].copy()     # noqa: E731
+    lv = SparsePoint(SparsePoint(SparsePoint(Pattern(), col(2)), col(1)), col(0))
     return Tensor(Dense(lv, len(pts)), name="P")
 
 
-def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray):
-    """The INTERPOLATE einsum on checked (M, 3) float64 points, written into out (M, C), a
-    C-contiguous array of the grid's dtype.
+def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, first: int):
+    """The INTERPOLATE einsum on (M, 3) float64 points (`point_rows`; rows `first`.. of the
+    caller's, for error messages), written into out (M, C), a C-contiguous array of the grid's
+    dtype.
 
     One kernel call per chunk of points (about 1 MiB of output), through one packed call
-    (`Kernel.pack`) whose point coordinates are rewritten in place between runs.  Each run writes
-    its Out[m, c] straight into its rows of `out` (`PackedCall.set_output`): the kernel zeroes
-    and accumulates a chunk while it is in cache, and nothing is copied after.  One call for all
-    points would zero the whole (M, C) output first and then read it back from memory to
-    accumulate.  The buffers
-    belong to this call."""
+    (`Kernel.pack`).  Each run writes its Out[m, c] straight into its rows of `out`
+    (`PackedCall.set_output`): the kernel zeroes and accumulates a chunk while it is in cache,
+    and nothing is copied after.  One call for all points would zero the whole (M, C) output
+    first and then read it back from memory to accumulate.  Each chunk's points are checked
+    for NaN/inf as they are read (`finite_rows`), then copied into the call's coordinate
+    buffers — or, when the points' columns are contiguous (Fortran order), read in place
+    (`PackedCall.set_input`).  The buffers belong to this call."""
     per = _CHUNK_BYTES // (grid.channels * grid.dtype.itemsize)       # points whose output fills the chunk
     n, size = len(pts), max(1, min(max(per, _MIN_CHUNK), _CHUNK_POINTS, len(pts)))
     full = n - n % size
-    _run_chunks(grid, pts[:full], out[:full], size)
-    _run_chunks(grid, pts[full:], out[full:], n - full)
+    _run_chunks(grid, pts[:full], out[:full], size, first)
+    _run_chunks(grid, pts[full:], out[full:], n - full, first + full)
 
 
-def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int):
+def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int, first: int):
     """Rows of pts (a multiple of `size` of them) in chunks of `size` points through one packed call,
     each chunk's output written into its rows of out."""
     if len(pts) == 0:
         return
+    finite_rows(pts[:size], "points", first)
     args = dict(P=_point_tensor(pts[:size]), S=grid.support, Grid=grid.tensor, Box=_BOX)
     # Out[m, c] of the grid's dtype: a float32 grid gets a float32 output leaf (each corner's sum in
     # float64, rounded to float32), half the bytes of a float64 one
     out_fmt = Dense(Dense(Element(0.0, dtype=grid.dtype)))
     k = compiled(_KERNELS, grid.tensor.level.format_key(), INTERPOLATE, args, out=out_fmt)
-    coords = [lv.idx for lv in args["P"].levels()[1:4]]        # the u, v, w pinpoints, as packed
+    in_place = pts.strides[0] == pts.itemsize                 # each coordinate's column is contiguous
+    cols = [pts[:, a] for a in range(3)] if in_place else [lv.idx for lv in args["P"].levels()[1:4]]
     call = k.pack(**args)
     try:
         for lo in range(0, len(pts), size):
             if lo:
-                for a, col in enumerate(coords):
-                    col[:] = pts[lo:lo + size, a]
+                chunk = pts[lo:lo + size]
+                finite_rows(chunk, "points", first + lo)          # while the chunk is read from memory
+                for a, col in enumerate(cols):
+                    if in_place:
+                        call.set_input("P", a + 1, "idx", col, lo)     # level a + 1 holds coordinate a
+                    else:
+                        col[:] = chunk[:, a]
             call.set_output(out, lo)         # the kernel writes rows lo .. lo + size - 1 in place
             call.run()
     finally:
@@ -171,10 +183,10 @@ def interpolate(grid: VoxelGrid, points, *, workers: int = 1) -> np.ndarray:
     not (M, 3), or NaN/inf, naming the first offending element).
     """
     grid = _grid(grid)
-    pts = real_array(points, "points", (None, 3))
+    pts = point_rows(points, "points")
     out = np.empty((len(pts), grid.channels), grid.dtype)
     # each worker fills its own rows of this call's output
-    map_chunks(lambda lo, hi: _interpolate_into(grid, pts[lo:hi], out[lo:hi]), len(pts), check_workers(workers))
+    map_chunks(lambda lo, hi: _interpolate_into(grid, pts[lo:hi], out[lo:hi], lo), len(pts), check_workers(workers))
     return out
 
 

@@ -2,6 +2,7 @@
 points, rays, and scalar options, with errors naming the argument and its first bad element."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -16,13 +17,14 @@ def _array(x, name: str) -> np.ndarray:
         raise FormatError(f"{name}: not a rectangular array ({exc})") from None
 
 
-def _first_bad(ok: np.ndarray, a: np.ndarray, name: str, what: str):
+def _first_bad(ok: np.ndarray, a: np.ndarray, name: str, what: str, first: int = 0):
     if ok.all():                    # the common case: no index search over the whole array
         return
     bad = np.argwhere(~ok)
     if bad.size:
         idx = tuple(int(i) for i in bad[0])
-        raise FormatError(f"{name}[{', '.join(map(str, idx))}] = {a[idx].item()!r} {what}")
+        shown = (idx[0] + first,) + idx[1:]
+        raise FormatError(f"{name}[{', '.join(map(str, shown))}] = {a[idx].item()!r} {what}")
 
 
 def real_array(x, name: str, shape: tuple) -> np.ndarray:
@@ -44,6 +46,32 @@ def real_array(x, name: str, shape: tuple) -> np.ndarray:
     if not np.isfinite(total):
         _first_bad(np.isfinite(a), a, name, "is not finite")
     return a
+
+
+def point_rows(x, name: str) -> np.ndarray:
+    """(M, 3) float64 points, not yet checked for NaN/inf (`finite_rows` checks each chunk as the
+    interpolation reads it: one pass over the points from memory, not two).  Kept as given —
+    no copy — when float64 with C-contiguous rows or contiguous columns (Fortran order, whose
+    columns the kernel then reads in place); anything else becomes a C-contiguous float64 copy.
+    TypeError / FormatError as `real_array`."""
+    a = _array(x, name)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"{name}: expected a real numeric array, got dtype {a.dtype}")
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise FormatError(f"{name}: expected shape (n, 3), got {a.shape}")
+    if a.dtype != np.float64 or not (a.flags.c_contiguous or a.flags.f_contiguous):
+        a = np.asarray(a, np.float64, order="F" if a.flags.f_contiguous else "C")
+        a = a if a.flags.c_contiguous or a.flags.f_contiguous else np.ascontiguousarray(a)
+    return a
+
+
+def finite_rows(a: np.ndarray, name: str, first: int):
+    """FormatError naming the first NaN/inf of `a`, rows `first`.. of argument `name`; a sum of
+    finite values is finite unless it overflows, so one pass with no temporary decides."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(np.add.reduce(a, axis=None))
+    if not math.isfinite(total):
+        _first_bad(np.isfinite(a), a, name, "is not finite", first)
 
 
 def voxel_values(values) -> np.ndarray:

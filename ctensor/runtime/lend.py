@@ -90,13 +90,43 @@ def check_lent(plan: LendPlan, out) -> int:
     return address
 
 
-def check_row(plan: LendPlan, out: np.ndarray, row) -> int:
-    """The byte offset in `out` of rows [row, row + plan.shape[0]), which must lie inside it."""
+def check_row(shape: tuple, out: np.ndarray, row, name: str = "row") -> int:
+    """The byte offset in `out` of rows [row, row + shape[0]), which must lie inside it."""
     if row.__class__ is not int:
         if isinstance(row, bool) or not isinstance(row, (int, np.integer)):
-            raise TypeError(f"row: expected an int, got {row!r}")
+            raise TypeError(f"{name}: expected an int, got {row!r}")
         row = int(row)
-    n = plan.shape[0]
+    n = shape[0]
     if row < 0 or row + n > len(out):
-        raise FormatError(f"row: rows {row} .. {row + n - 1} (the output's {n}) are not all in out's {len(out)} rows")
+        raise FormatError(f"{name}: rows {row} .. {row + n - 1} (the buffer's {n}) are not all in the array's "
+                          f"{len(out)} rows")
     return row * (out.nbytes // len(out)) if row else 0
+
+
+def input_slot(kernel, tensors, name: str, depth: int, attr: str) -> tuple:
+    """(block slot, length) of a float input buffer of this call (`PackedCall.set_input`)."""
+    for j, g in enumerate(kernel.getters):
+        if g == ("in", name, depth, attr):
+            v = getattr(tensors[name].levels()[depth], attr)
+            if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+                return j, len(v)
+    raise TypeError(f"set_input: {name} (level {depth} {attr}) is not a float buffer this kernel reads; float "
+                    f"buffers: {[g[1:] for g in kernel.getters if g[0] == 'in' and _is_float(tensors, g)]}")
+
+
+def _is_float(tensors, g) -> bool:
+    v = getattr(tensors[g[1]].levels()[g[2]], g[3])
+    return isinstance(v, np.ndarray) and v.dtype.kind == "f"
+
+
+def check_input(tensor, depth: int, attr: str, array) -> int:
+    """The address of `array`'s first element, checked to replace the packed buffer."""
+    want = getattr(tensor.levels()[depth], attr).dtype
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"array: expected a numpy array of {want}, got {type(array).__name__}")
+    if array.dtype != want:
+        raise TypeError(f"array: expected dtype {want} (the packed buffer's), got {array.dtype}")
+    if array.ndim != 1 or not (array.flags.c_contiguous and array.flags.aligned):
+        raise FormatError(f"array: expected a 1-D C-contiguous aligned array, got shape {array.shape} with "
+                          f"strides {array.strides}")
+    return array.ctypes.data

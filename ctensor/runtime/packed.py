@@ -12,7 +12,7 @@ from ..errors import InvalidProgramError, KernelError
 from ..formats.tensor import Tensor
 from ..ir import nodes as ir
 from .buffers import borrow_array, free
-from .lend import check_lent, check_row, lend_plan
+from .lend import check_input, check_lent, check_row, input_slot, lend_plan
 from .merge_output import unmergeable
 
 
@@ -28,6 +28,8 @@ class PackedCall:
         # a caller's array lent as the output (`set_output`): its cell is never freed here, so the
         # finaliser below sees the same set and skips it
         self._lent, self._lent_at, self._lent_keys, self._lend = None, 0, set(), None
+        # (name, depth, attr) -> (slot, length, array given, its address, the packed buffer's address)
+        self._inputs = {}
         # read once: `ndarray.ctypes.data` costs about 1 µs, the kernel call itself about 0.5 µs
         self._address, self._entry = block.ctypes.data, kernel.compiled.packed
         self._floats = block.view(np.float64)      # float scalars are stored bit-cast in the block
@@ -106,7 +108,7 @@ class PackedCall:
         if out is not self._lent:
             self._lent_at = check_lent(plan, out)
             self._lent = out
-        address = self._lent_at + check_row(plan, out, row)
+        address = self._lent_at + check_row(plan.shape, out, row)
         cell = self.cells[plan.cell]
         if plan.cell not in self._lent_keys:
             if cell[0]:             # a buffer an earlier `run` grew (read with `buffer`): ours to free
@@ -118,6 +120,31 @@ class PackedCall:
         # writes in place and never passes the array to realloc
         cell[0], cell[1] = address, plan.size
         return out
+
+    def set_input(self, name: str, depth: int, attr: str, array: np.ndarray, start: int = 0) -> None:
+        """Have the next runs read input buffer `attr` of level `depth` of tensor `name` (e.g. the
+        pinpoints `idx` of a SparsePoint level) from elements [start, start + n) of `array`,
+        where n is the length of the buffer packed: the next chunk of a longer array, read in
+        place instead of copied into the packed buffer.  `array` stays referenced until the next
+        `set_input` of that buffer or `release`; same array again checks only the range.
+
+        Only float buffers (real coordinates and values), which the kernel never uses as an
+        index, so no value makes it read outside a buffer; like rewriting a buffer in place
+        between runs, the level's other facts (finite, sorted where the level sorts) are the
+        caller's to keep.  `array`: 1-D, C-contiguous, aligned, of the packed buffer's dtype.
+
+        Raises TypeError (no such float input buffer of this kernel, `array` not a numpy array
+        or of another dtype, `start` not an int) or FormatError (not 1-D / contiguous / aligned,
+        or [start, start + n) not inside `array`), naming the argument.
+        """
+        key = (name, depth, attr)
+        got = self._inputs.get(key)
+        if got is None or got[2] is not array:
+            slot, n = input_slot(self.kernel, self.tensors, name, depth, attr)
+            packed = got[4] if got else int(self.block[slot])
+            got = self._inputs[key] = (slot, n, array, check_input(self.tensors[name], depth, attr, array), packed)
+        slot, n, _, address, _ = got
+        self.block[slot] = address + check_row((n,), array, start, "start")
 
     def _unlend(self):
         if self._lent_keys:
@@ -157,6 +184,9 @@ class PackedCall:
         output array (`set_output`) to its owner."""
         self._views = {}
         self._unlend()
+        for slot, _, _, _, packed in self._inputs.values():
+            self.block[slot] = packed      # a run after release reads the packed buffers again
+        self._inputs = {}
         _free_cells(self.cells)
 
     def finish(self, status: int):

@@ -234,13 +234,20 @@ def points(coords, grid=None) -> Tensor:
 
 
 def grid_order(c: np.ndarray, cell: np.ndarray) -> np.ndarray:
-    """The permutation sorting points by (cell, x0, x1, ...): a sort by coordinates, then a stable
-    sort by cell (4x faster than one lexsort of all keys)."""
+    """The permutation sorting points by (cell, x0, x1, ..., row): a sort by x0, then a stable sort
+    by cell (4x faster than one lexsort of all keys).  The first sort need not be stable: where
+    two rows share x0 it is redone as a lexsort of every coordinate, stable, so that rows with
+    equal coordinates keep their order (the ids of one fiber sorted).  A cell number that fits in
+    int16 is sorted as int16, which numpy's stable sort does by radix (O(n)).  `c` may be in
+    either memory order (a Fortran-ordered `c` reads each axis contiguously)."""
     first = c[:, 0]
-    order = np.argsort(first, kind="stable")
-    if c.shape[1] > 1 and (np.diff(first[order]) == 0).any():      # ties in x0: order them by x1, ...
+    order = np.argsort(first)
+    if (np.diff(first[order]) == 0).any():
         order = np.lexsort(tuple(c[:, j] for j in reversed(range(c.shape[1]))))
-    return order[np.argsort(cell[order], kind="stable")]
+    key = cell[order]
+    if len(key) and int(key.max()) < 2**15 and int(key.min()) >= 0:
+        key = key.astype(np.int16)
+    return order[np.argsort(key, kind="stable")]
 
 
 def grid_point_levels(cs, ids, nids, cell, edges) -> Level:
@@ -257,22 +264,37 @@ def point_levels(cs, ids, nids, fiber=None, nfibers=1, compact=False) -> Level:
     the first level of each row), then the id level.  compact: a level below the first whose
     fibers each hold exactly one coordinate is a SparsePoint."""
     n, d = cs.shape
-    diff = np.ones((n, d), bool)            # diff[r, k]: row r differs from row r-1 in coordinate k
+    # newp[k, r]: row r starts a new group of its first k+1 coordinates (row r differs from row r-1
+    # in one of them, or in its fiber); one row of newp per coordinate, each contiguous
+    newp = np.ones((d, n), bool)
     if n:
-        diff[1:] = cs[1:] != cs[:-1]
-        if fiber is not None:
-            diff[1:, 0] |= fiber[1:] != fiber[:-1]
-    newp = np.logical_or.accumulate(diff, axis=1)   # row r starts a new group of its first k+1 coords
+        for k in range(d):
+            np.not_equal(cs[1:, k], cs[:-1, k], out=newp[k, 1:])
+            if k:
+                newp[k, 1:] |= newp[k - 1, 1:]
+            elif fiber is not None:
+                newp[0, 1:] |= fiber[1:] != fiber[:-1]
     parent = np.zeros(n, np.int64) if fiber is None else fiber
     nparents = nfibers
+    rows = False            # every row its own group (parent r = r): each deeper level holds one per fiber
     lvls = []
     for k in range(d):
-        starts = newp[:, k]
-        counts = np.bincount(parent[starts], minlength=nparents)
-        lvls.append((counts, cs[starts, k]))
-        parent = np.cumsum(starts) - 1
-        nparents = int(starts.sum())
-    counts = np.bincount(parent, minlength=nparents) if n else np.zeros(nparents, np.int64)
+        starts = newp[k]
+        if rows:
+            lvls.append((np.ones(n, np.int64), np.ascontiguousarray(cs[:, k])))
+            continue
+        every = bool(starts.all())
+        counts = np.bincount(parent if every else parent[starts], minlength=nparents)
+        lvls.append((counts, np.ascontiguousarray(cs[:, k]) if every else cs[starts, k]))
+        if every:
+            rows, nparents = True, n
+        else:
+            parent = np.cumsum(starts) - 1
+            nparents = int(starts.sum())
+    if rows:
+        counts = np.ones(n, np.int64)
+    else:
+        counts = np.bincount(parent, minlength=nparents) if n else np.zeros(nparents, np.int64)
     one = lambda cnt, k: compact and k > 0 and bool((cnt == 1).all())
     if one(counts, d):
         # ids in storage order 0..n-1 (a spatial index's ranks) are the positions: store none

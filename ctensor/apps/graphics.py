@@ -203,6 +203,12 @@ def sample_rays(origins, directions, near, far, n_samples: int):
     numeric input, n_samples not an int), ValueError (n_samples < 1) or FormatError (shapes,
     NaN/inf, far < near, naming the first offending element).
     """
+    o, d, t = _rays(origins, directions, near, far, n_samples)
+    return o[:, None, :] + t[:, :, None] * d[:, None, :], t
+
+
+def _rays(origins, directions, near, far, n_samples):
+    """Checked (origins, directions, t) of `sample_rays`."""
     o = real_array(origins, "origins", (None, 3))
     d = real_array(directions, "directions", (len(o), 3))
     s = positive_int(n_samples, "n_samples")
@@ -212,7 +218,7 @@ def sample_rays(origins, directions, near, far, n_samples: int):
         r = int(bad[0])
         raise FormatError(f"far[{r}] = {hi[r].item()!r} is below near[{r}] = {lo[r].item()!r}")
     t = lo[:, None] + (np.arange(s) + 0.5)[None, :] * ((hi - lo) / s)[:, None]
-    return o[:, None, :] + t[:, :, None] * d[:, None, :], t
+    return o, d, t
 
 
 def render(grid: VoxelGrid, origins, directions, near, far, n_samples: int, *, density: int = 0,
@@ -242,16 +248,19 @@ def render(grid: VoxelGrid, origins, directions, near, far, n_samples: int, *, d
     if bg.ndim > 1 or (bg.ndim == 1 and len(bg) != len(cch)) or not np.isfinite(bg).all():
         raise FormatError(f"background: expected a finite scalar or {len(cch)} values, got {background!r}")
     workers = check_workers(workers)
-    pts, t = sample_rays(origins, directions, near, far, n_samples)
+    o, d, t = _rays(origins, directions, near, far, n_samples)
     n_rays, s = t.shape
     seg = (per_ray(far, "far", n_rays) - per_ray(near, "near", n_rays)) / s          # in units of |d|
-    length = seg * np.linalg.norm(real_array(directions, "directions", (n_rays, 3)), axis=1)
+    length = seg * np.linalg.norm(d, axis=1)
     delta = np.broadcast_to(length[:, None], (n_rays, s))
     out = np.empty((n_rays, len(cch)))
     per = max(1, _CHUNK_SAMPLES // s)                    # rays per interpolation call: bounded memory
     for lo in range(0, n_rays, per):
         hi = min(lo + per, n_rays)
-        f = interpolate(grid, pts[lo:hi].reshape(-1, 3), workers=workers).reshape(hi - lo, s, grid.channels)
+        # the samples of `sample_rays` (the same o + t * d), laid out (3, rays * samples): their
+        # columns are contiguous, and the kernel reads them in place (no copy, `interpolate`)
+        pts = (o[lo:hi].T[:, :, None] + t[None, lo:hi] * d[lo:hi].T[:, :, None]).reshape(3, -1).T
+        f = interpolate(grid, pts, workers=workers).reshape(hi - lo, s, grid.channels)
         out[lo:hi] = composite(f[:, :, dch], f[:, :, cch], delta[lo:hi], bg)
     return out
 

@@ -14,7 +14,7 @@ from ctensor.ir.interp import run
 from ctensor.ir.printer import format_function
 from ctensor.ir.types import F64, I64, PtrType
 from ctensor.ir.verify import verify
-from ctensor.lower.guard_fission import STRIP, fission_guards
+from ctensor.lower.guard_fission import LANES, STRIP, fission_guards
 
 INF = b.f64(math.inf)
 
@@ -56,7 +56,8 @@ def _run(fn, a, f, n, C, s, w):
     return status, out
 
 
-@pytest.mark.parametrize("n", [0, 1, 5, STRIP - 1, STRIP, STRIP + 1, 2 * STRIP + 7])
+# LANES - 1 .. 2 LANES - 1: phase 1 padded to a multiple of LANES (masked lanes); 15 is KPConv's K
+@pytest.mark.parametrize("n", [0, 1, 5, LANES - 1, LANES, 2 * LANES - 1, STRIP - 1, STRIP, STRIP + 1, 2 * STRIP + 7])
 @pytest.mark.parametrize("case", ["plain", "data_exit", "invariant_exit"])
 def test_split_loop_matches_original(n, case):
     rng = np.random.default_rng(n)

@@ -22,7 +22,8 @@ full latency of sqrt and div in sequence.  The pass rewrites it as strips of `ST
         for k in [s0, s1): RUN: T on the kept values; EXIT: the prefix of this k again, as
                            written, which takes the exit
 
-The first loop is straight-line after if-conversion (LLVM: masked loads, vector sqrt/div); the
+The first loop is straight-line after if-conversion (LLVM: masked loads, vector sqrt/div), its
+trip count padded to a multiple of LANES so that no scalar remainder runs (`_lanes`); the
 second runs T, and the exits, exactly where and in the order the original did: the effects are
 the original's (the prefix has none but its exits), only the order of the prefix's loads changes.
 
@@ -44,6 +45,7 @@ from ..ir.types import F64, I1, I64, PtrType
 __all__ = ["STRIP", "fission_guards"]
 
 STRIP = 32          # iterations per strip: a few vectors of every width, scratch in L1
+LANES = 8           # phase 1's trip count is padded to a multiple of this (`_lanes`): 8 f64 per AVX-512 vector
 SKIP, RUN, EXIT = 0, 1, 2   # outcome of an iteration's prefix: guard false, guard true, an exit fired
 _SLOW = {"sqrt", "exp", "log"}
 # names of new variables: numbered from 0 in each `fission_guards` call (per thread), so that the
@@ -276,6 +278,20 @@ def _replay(stmts, terminal) -> list:
     return out
 
 
+def _lanes(t, k1, s0, s1, init, prefix, stores, n) -> ir.For:
+    """Phase 1 over [s0, s1) as a loop of t in [0, a multiple of LANES), the prefix run where
+    t < s1 - s0: LLVM vectorises a loop of unknown trip count and leaves the (s1 - s0) % VF last
+    iterations to a scalar remainder, each paying the full sqrt and div latency (K = 15 kernel
+    points: 8 in a vector, 7 scalar); padded, the remainder does not run when VF divides LANES, and
+    the padding's lanes are masked off (masked loads at k = s0 + t, contiguous).  They store SKIP to
+    slots that phase 2 never reads (s1 - s0 <= t < STRIP)."""
+    kk = ir.Var(f"fis_k{n}", I64, "let")
+    count = b.sub(ir.Read(s1), ir.Read(s0))
+    padded = b.mul(b.div(b.add(count, b.i64(LANES - 1)), b.i64(LANES)), b.i64(LANES))
+    live = [ir.Let(kk, b.add(ir.Read(s0), ir.Read(t)))] + _clone(prefix, {id(k1): kk})
+    return ir.For(t, b.i64(0), padded, init + [ir.If(b.lt(ir.Read(t), count), live)] + stores)
+
+
 def _split(loop: ir.For, terminal, lets, scratch: _Scratch) -> list:
     body = terminal.then
     read_in_t = _reads(body)
@@ -290,11 +306,12 @@ def _split(loop: ir.For, terminal, lets, scratch: _Scratch) -> list:
     slots = [scratch.slot(v.type) for v in kept_vars]
     # phase 1: the prefix of every k of the strip, its outcome and kept values to the scratch
     k1 = loop.var
-    t1 = b.sub(ir.Read(k1), ir.Read(s0))
+    tv = ir.Var(f"fis_t{n}", I64, "let")
+    t1 = ir.Read(tv)
     init = [ir.Assign(state, b.i64(SKIP))] + [ir.Assign(m, b.const(0, v.type)) for v, m in keep]
     stores = [ir.Store(state_p, b.add(state_at, t1), ir.Read(state))] + \
              [ir.Store(p, b.add(at, t1), ir.Read(m)) for (p, at), (_, m) in zip(slots, keep)]
-    phase1 = ir.For(k1, ir.Read(s0), ir.Read(s1), init + _phase1(loop.body, terminal, state, keep) + stores)
+    phase1 = _lanes(tv, k1, s0, s1, init, _phase1(loop.body, terminal, state, keep), stores, n)
     # phase 2: T where the guard held; where an exit fired, the prefix again, which takes it
     k2 = _fresh(k1)
     t2 = b.sub(ir.Read(k2), ir.Read(s0))

@@ -99,7 +99,9 @@ class CloudIndex:
         cells = grid_cells(cols, self.edges) if n else np.zeros(0, np.int64)
         order = grid_order(cols, cells) if n else np.zeros(0, np.int64)
         self.perm = order
-        self.tensor = Tensor(grid_point_levels(pts[order], np.arange(n, dtype=np.int64), n, cells[order], self.edges),
+        # rows gathered by np.take (3-4x faster than fancy indexing on the first axis)
+        self.tensor = Tensor(grid_point_levels(np.take(pts, order, axis=0), np.arange(n, dtype=np.int64), n,
+                                               cells[order], self.edges),
                              name="points", owned=True)
         self.n = n
 
@@ -189,10 +191,10 @@ def kpconv(points, features, kernel_points, weights, radius, sigma, queries=None
     if nq == 0 or len(pts) == 0 or len(kps) == 0 or cout == 0 or feats.shape[1] == 0:
         return np.zeros((nq, cout), dtype)
     cloud = cloud or CloudIndex(pts, r)
-    fixed = dict(P=cloud.tensor, Ball=_ball(r), F=_dense(feats[cloud.perm], "features"),
+    fixed = dict(P=cloud.tensor, Ball=_ball(r), F=_dense(np.take(feats, cloud.perm, axis=0), "features"),
                  KP=_kernel_points(kps), W=_dense(w, "weights"), R2=r * r, sigma=s)
     order = cloud.query_order(q)
-    qs = q[order]
+    qs = np.take(q, order, axis=0)
     rows = max(64, BLOCK_VALUES // max(1, len(kps) * feats.shape[1]))
     out = np.empty((nq, cout), dtype)
 

@@ -6,7 +6,8 @@
 
 Env: GENOMICS_E2E_L=100,1000,10000,100000 (default 100,10000: the paper's sweep is long),
 GENOMICS_E2E_SCALE=1 adds the 2M x 2M tier (minutes), GENOMICS_E2E_ONLY=name[,name] runs only
-those workloads (names as in the report), GENOMICS_E2E_SCALE_SLOW=1 runs bioframe and bedtools at
+those workloads (names as in the report), GENOMICS_E2E_OPS=op[,op] only those operations (names of
+genomics_e2e_common.OPS, e.g. coverage,merge), GENOMICS_E2E_SCALE_SLOW=1 runs bioframe and bedtools at
 scale too (default: skipped there, they take tens of seconds per call).
 
 A plain script, not pytest-benchmark: pyranges1 exists only in the Python 3.12 interpreter, so it
@@ -81,6 +82,12 @@ def workloads():
         yield "scale_2M", scale, False
 
 
+def ops():
+    """The operations to run (GENOMICS_E2E_OPS, default all of c.OPS), in c.OPS order."""
+    only = os.environ.get("GENOMICS_E2E_OPS")
+    return tuple(op for op in c.OPS if not only or op in only.split(","))
+
+
 def wanted(name):
     only = os.environ.get("GENOMICS_E2E_ONLY")
     return not only or name in only.split(",")
@@ -133,7 +140,7 @@ def run_subprocess(peer, threads, path, tmp, rounds, budget):
     exe = PY312 if peer == "pyranges1" else sys.executable
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), POLARS_MAX_THREADS=str(threads),
                PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
-    cmd = [exe, os.path.join(HERE, "genomics_e2e_worker.py"), peer, path, tmp, ",".join(c.OPS),
+    cmd = [exe, os.path.join(HERE, "genomics_e2e_worker.py"), peer, path, tmp, ",".join(ops()),
            str(rounds[0]), str(rounds[1]), str(budget)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode:
@@ -154,7 +161,8 @@ def run_workload(name, make, presorted, tmp):
              "superintervals": p.superintervals_peer(names)}
     if slow_ok:
         peers.update(bioframe=p.bioframe_peer(), pybedtools=p.pybedtools_peer(presorted))
-    rec = {"n_query": len(q), "n_data": len(d), "presorted": presorted, "ops": {op: {} for op in c.OPS},
+    peers = {peer: {op: spec for op, spec in specs.items() if op in ops()} for peer, specs in peers.items()}
+    rec = {"n_query": len(q), "n_data": len(d), "presorted": presorted, "ops": {op: {} for op in ops()},
            "skipped": [] if slow_ok else ["bioframe", "pybedtools"]}
     refs = {}
     for peer, ops in peers.items():

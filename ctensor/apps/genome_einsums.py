@@ -23,9 +23,13 @@ EINSUMS = {
     # the overlapping pieces themselves, per pair (same two plans)
     "intersect": "I[i, j, x] = W[i, s] * S[s, j] * Q[i, x] * D[j, x] * d(s; boolean)",
     "intersect_ranks": "I[i, j, x] = R[i, j] * Q[i, x] * D[j, x]",
-    # bases of the query covered by at least one data interval (Lebesgue measure)
-    "covered": "B[i] = Q[i, x] * (Depth[x] > 0) * d(x; lebesgue)",
-    # the union of the data as a run-length list
+    # bases of the query covered by at least one data interval (Lebesgue measure of the query's
+    # meet with the union: a query meets a few maximal runs where it would meet many depth runs)
+    "covered": "B[i] = Q[i, x] * U[x] * d(x; lebesgue)",
+    # the union of the data as maximal runs (bedtools merge): one pass per interval, OR-merged by the
+    # runtime (a sweep: the passes come in start order, `runtime.merge_output`)
+    "union": "U[x] = D[j, x] * d(j; boolean)",
+    # the union from a depth track
     "merge": "M[x] = Depth[x] > 0",
     # the depth track (bedtools genomecov -bg): one pass per interval, merged by the runtime
     "depth": "Depth[x] = D[j, x] * d(j; counting)",
@@ -70,11 +74,12 @@ SEMIRING = {"closest_next": "min", "closest_prev": "max", "map_min": "min", "map
             "map_max": "max", "map_max_ranks": "max"}
 
 
-# the index tensors each operation reads
+# the index tensors each operation reads (up front; merge reads S and E only to tell a lone
+# zero-length interval, built on that first use)
 PARTS = {"count": ("S", "E"), "overlap": ("S", "End"), "intersect": ("S", "D"),
-         "coverage": ("S", "E", "Depth"), "subtract": ("Depth",), "merge": ("Depth", "S", "E"),
+         "coverage": ("S", "E", "U"), "subtract": ("Depth",), "merge": ("U",),
          "closest": ("S", "End", "UE"), "depth": ("Depth",)}
 # under layout="grid": counts and pairs read the grid and the start/end values
 GRID_PARTS = {**PARTS, "count": ("G", "DS", "End"), "overlap": ("G", "DS", "End"), "intersect": ("G", "DS", "D"),
-              "coverage": ("G", "DS", "End", "Depth"), "merge": ("Depth", "G", "DS", "End")}
+              "coverage": ("G", "DS", "End", "U")}
 LAYOUTS = ("sorted", "grid")

@@ -1,6 +1,6 @@
 """The index-level computations of bedtools' `map`, `cluster`, `complement` and `jaccard`, and of
 the bigWig "stats" question, each by einsums compiled by ctensor (`genome_einsums.EINSUMS`:
-map_*, rank, depth, merge, covered, integral, shared).  Source: the continuous tensor paper §7.2
+map_*, rank, union, covered, integral, shared).  Source: the continuous tensor paper §7.2
 (interval questions as continuous einsums; Lebesgue integrals of piecewise-constant tracks).
 
 The DataFrame functions users call are in `ctensor.apps.genomics` (which documents the
@@ -73,13 +73,12 @@ def support(Sig: Tensor, gs, ge) -> np.ndarray:
 # ------------------------------------------------------------------ runs of a union, cluster ids
 def union_runs(gs, ge) -> tuple[np.ndarray, np.ndarray]:
     """The maximal runs [left, right) of the union of the intervals [gs, ge) (genome axis, any
-    order), touching ones joined: the depth einsum, then the merge einsum (`bedtools merge`)."""
+    order), touching ones joined: the union einsum (`bedtools merge`)."""
     if not len(gs):
         return np.zeros(0), np.zeros(0)
     order = np.argsort(gs, kind="stable")
     D = BUILD["D"](gs[order], ge[order])
-    Depth = run("depth", D=D)
-    M = run("merge", out=SparseRunList(Pattern()), Depth=Depth)
+    M = run("union", out=SparseRunList(Pattern()), D=D)
     return np.asarray(M.level.left), np.asarray(M.level.right)
 
 

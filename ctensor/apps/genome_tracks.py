@@ -1,8 +1,9 @@
 """The operations of a `GenomeIndex` that read the data's depth track (`Depth[x] = D[j, x] *
-d(j; counting)`, built once per index): the covered bases of each query, coverage, subtract,
-the depth track itself and the merged runs.  A mixin of `GenomeIndex` (`ctensor.apps.genome_index`,
+d(j; counting)`) or its union (`U[x] = D[j, x] * d(j; boolean)`), each built once per index: the
+covered bases of each query and coverage (the union), subtract and the depth track itself (the
+depth), the merged runs (the union).  A mixin of `GenomeIndex` (`ctensor.apps.genome_index`,
 which holds the index, its tensors and the pair operations).  Source: the continuous tensor paper
-§7.2; every answer is an einsum of `genome_einsums.EINSUMS` (covered, subtract, depth, merge)."""
+§7.2; every answer is an einsum of `genome_einsums.EINSUMS` (covered, subtract, depth, union)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +16,7 @@ from .workers import check_workers, split_rows
 
 class TrackOps:
     """`GenomeIndex`'s depth-track operations (module docstring); they use its `genome`, `_run`,
-    `_count`, `Depth`, `chroms`, `_zero_at` and `count_overlaps`."""
+    `_count`, `Depth`, `U`, `chroms`, `_zero_at` and `count_overlaps`."""
 
     def covered(self, start, end, chrom=None, workers: int = 1) -> np.ndarray:
         """Bases of each (widened) query interval covered by at least one data interval, int64.
@@ -25,7 +26,7 @@ class TrackOps:
         return split_rows(self._covered, workers, (gs, ge), order_by=gs)
 
     def _covered(self, gs, ge):
-        B = self._run("covered", Q=interval_tensor(gs, ge, "left"), Depth=self.Depth)
+        B = self._run("covered", Q=interval_tensor(gs, ge, "left"), U=self.U)
         return np.rint(np.asarray(B.level.child.val)).astype(np.int64)
 
     def coverage(self, start, end, chrom=None, workers: int = 1) -> dict:
@@ -87,8 +88,7 @@ class TrackOps:
         """The union of the data (`bedtools merge`): (chrom names, start, end) of maximal runs;
         touching intervals merge.  A run made of one zero-length interval prints as that interval.
         `frame`: the names as a pandas array (`names`), for a DataFrame column."""
-        M = self._run("merge", out=SparseRunList(Pattern()), Depth=self.Depth)
-        left, right = np.asarray(M.level.left), np.asarray(M.level.right)
+        left, right = np.asarray(self.U.level.left), np.asarray(self.U.level.right)
         code, s, e = decode(left, right)
         # a run [p-1, p+1) over a zero-length interval at p is that interval alone iff exactly one
         # interval meets it

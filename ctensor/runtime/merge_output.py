@@ -65,17 +65,24 @@ def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
     npos, n = len(ptr) - 1, len(left)
     if n == 0:
         return ptr, left, left_eps, right, right_eps, val
-    fib = np.repeat(np.arange(npos, dtype=np.int64), np.diff(ptr))
     # boundary keys (fiber, value, ε): a run [L, R] covers the Limits in [start key, end key), with
     # start key = L and end key = the successor of R, (R.value, R.ε + 1)
-    kv = np.concatenate([left, right])
-    ke = np.concatenate([left_eps, right_eps + np.int8(1)]).astype(np.int8)
-    kf = np.concatenate([fib, fib])
-    order, rank, first = _ranks([ke, kv, kf])
-    first = order[first]                               # a row holding each distinct key, by rank
-    uv, ue, uf = kv[first], ke[first], kf[first]
+    swept = _swept(left, left_eps, right, right_eps) if npos == 1 else None
+    if swept is not None and (val is None or (op == "+" and val.dtype.kind in "iub")):
+        return _sweep_merge(left, right, *swept, val)
+    if swept is not None:
+        uv, ue, a, z = _sweep_keys(left, right, *swept)
+        uf = np.zeros(len(uv), np.int64)
+    else:
+        fib = np.repeat(np.arange(npos, dtype=np.int64), np.diff(ptr))
+        kv = np.concatenate([left, right])
+        ke = np.concatenate([left_eps, right_eps + np.int8(1)]).astype(np.int8)
+        kf = np.concatenate([fib, fib])
+        order, rank, first = _ranks([ke, kv, kf])
+        first = order[first]                           # a row holding each distinct key, by rank
+        uv, ue, uf = kv[first], ke[first], kf[first]
+        a, z = rank[:n], rank[n:]                      # run k covers segments a[k] .. z[k]-1
     nseg = len(uv) - 1                                 # segment j = [key j, key j+1)
-    a, z = rank[:n], rank[n:]                          # run k covers segments a[k] .. z[k]-1
     # how many runs cover each segment: +1 where a run starts, -1 after it ends
     starts, ends = np.bincount(a, minlength=nseg + 1), np.bincount(z, minlength=nseg + 1)
     covered = np.cumsum(starts - ends)[:nseg] > 0     # nseg >= 1: a run's end key follows its start key
@@ -108,6 +115,75 @@ def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
     new_ptr = np.concatenate([[0], np.cumsum(np.bincount(out_fib, minlength=npos))]).astype(np.int64)
     return (new_ptr, uv[heads].copy(), ue[heads].astype(np.int8), uv[tails + 1].copy(),
             (ue[tails + 1] - 1).astype(np.int8), None if seg_val is None else seg_val[heads].copy())
+
+
+def _swept(left, left_eps, right, right_eps):
+    """(left ε, right ε) when one fiber's runs are the passes of a sweep: starts in order, ends in
+    order too, finite, one closedness per side (a depth or union track over intervals in start
+    order whose ends keep that order, e.g. of one length); None otherwise."""
+    a0, c0 = left_eps[0], right_eps[0]
+    if not (np.isfinite(left[0]) and np.isfinite(right[-1])) or (left_eps != a0).any() \
+            or (right_eps != c0).any() or (left[1:] < left[:-1]).any() or (right[1:] < right[:-1]).any():
+        return None
+    return a0, c0
+
+
+def _sweep_events(left, right, a0, c0):
+    """The 2n boundary keys of a sweep's runs in key order by merging the two sorted lists: a stable
+    sort of the two halves (numpy's timsort finds the two runs and merges them in one pass).  On
+    equal values the half listed first comes first, so an end key (R, c0 + 1) follows the start
+    keys (L, a0) of its value unless a0 is above its ε.  Returns (order, values in key order, is a
+    start, first event of a distinct key)."""
+    n = len(left)
+    ends_first = a0 > c0 + 1
+    kv = np.concatenate([right, left] if ends_first else [left, right])
+    order = np.argsort(kv, kind="stable")
+    mv = kv[order]
+    is_start = order >= n if ends_first else order < n
+    new = np.empty(2 * n, bool)
+    new[0] = True
+    np.not_equal(mv[1:], mv[:-1], out=new[1:])
+    if a0 != c0 + 1:
+        new[1:] |= is_start[1:] != is_start[:-1]
+    return order, mv, is_start, new
+
+
+def _sweep_keys(left, right, a0, c0):
+    """`merge_runs`' distinct keys (values, ε) and each run's first and past-last key rank, for a
+    sweep (`_swept`), without sorting 2n keys."""
+    n = len(left)
+    order, mv, is_start, new = _sweep_events(left, right, a0, c0)
+    rank = np.empty(2 * n, np.int64)
+    rank[order] = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    ue = np.where(is_start[first], a0, np.int8(c0 + 1)).astype(np.int8)
+    lo, hi = (n, 0) if a0 > c0 + 1 else (0, n)          # where the starts' and ends' ranks are
+    return mv[first], ue, rank[lo:lo + n], rank[hi:hi + n]
+
+
+def _sweep_merge(left, right, a0, c0, val):
+    """`merge_runs` of a sweep (`_swept`) for a Pattern leaf (val None) or integer + in one pass
+    over the merged keys: the running count (and sum) after each key gives its segment, covered
+    segments of equal value coalesce.  Same answer as the general merge (tests check it)."""
+    n = len(left)
+    order, mv, is_start, new = _sweep_events(left, right, a0, c0)
+    last = np.flatnonzero(np.append(new[1:], True))     # last event of each distinct key
+    sign = np.where(is_start, 1, -1)
+    count = np.cumsum(sign)[last]                       # runs covering the segment after each key
+    eps = np.where(is_start[last], a0, np.int8(c0 + 1)).astype(np.int8)
+    cov = count > 0
+    same = np.empty(len(last), bool)                    # covered segment j continues segment j - 1
+    same[0] = False
+    same[1:] = cov[:-1] & cov[1:]
+    if val is not None:
+        w = val.astype(np.int64)[order % n]
+        total = np.cumsum(np.where(is_start, w, -w))[last]
+        same[1:] &= total[1:] == total[:-1]
+    heads = np.flatnonzero(cov & ~same)
+    tails = np.flatnonzero(cov & ~np.append(same[1:], False)) + 1   # the key after a run's last segment
+    out_val = None if val is None else total[heads].astype(val.dtype)
+    return (np.array([0, len(heads)], np.int64), mv[last[heads]], eps[heads], mv[last[tails]],
+            (eps[tails] - 1).astype(np.int8), out_val)
 
 
 def _range_reduce(a, z, val, nseg, op):

@@ -1,0 +1,113 @@
+"""The union and depth tracks of a genomic index (`U[x] = D[j, x] * d(j; boolean)`, `Depth[x] =
+D[j, x] * d(j; counting)`), whose passes the runtime merges by a sweep when they come in start
+order with their ends in order (`runtime.merge_output._swept`).  Oracles: the general merge
+(the sort of every boundary key) on the same passes, and a brute-force union and depth per base;
+the DataFrame operations themselves are checked against bedtools in test_genomics.py."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import ctensor.apps.genomics as g
+import ctensor.runtime.merge_output as mo
+from ctensor.formats.level import CLOSED
+
+OPS = [("+", np.int64), ("+", np.float64), ("min", np.float64), ("max", np.int64), ("or", None)]
+
+
+def passes(rng, n, closed, sorted_ends=True, spread=40):
+    """n runs of one fiber, starts in order (the passes of a sweep), ends in order too unless
+    `sorted_ends` is False; endpoints on a small grid so keys tie often."""
+    left = np.sort(rng.integers(0, spread, n)).astype(np.float64)
+    length = np.full(n, rng.integers(0, 6)) if sorted_ends else rng.integers(0, 6, n)
+    right = left + length
+    a, c = CLOSED[closed]
+    if a > 0 or c < 0:       # a run open at an end has positive length
+        right = right + 1
+    return left, np.full(n, a, np.int8), right, np.full(n, c, np.int8)
+
+
+@pytest.mark.parametrize("closed", list(CLOSED))
+@pytest.mark.parametrize("op,dtype", OPS)
+def test_sweep_merge_equals_general_merge(closed, op, dtype, monkeypatch):
+    """merge_runs with the sweep equals merge_runs with the general sort, for every closedness and
+    reduction, on passes that tie, touch, nest and repeat."""
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 10, 200):
+        for rep in range(4):
+            left, le, right, re = passes(rng, n, closed)
+            assert mo._swept(left, le, right, re) is not None
+            val = None if dtype is None else rng.integers(-3, 4, n).astype(dtype)
+            ptr = np.array([0, n], np.int64)
+            got = mo.merge_runs(ptr, left, le, right, re, val, op)
+            with monkeypatch.context() as m:
+                m.setattr(mo, "_swept", lambda *a: None)
+                want = mo.merge_runs(ptr, left, le, right, re, val, op)
+            for x, y in zip(got, want):
+                if y is None:
+                    assert x is None
+                else:
+                    np.testing.assert_array_equal(x, y)
+                    assert x.dtype == y.dtype
+
+
+def test_sweep_declines_passes_out_of_order():
+    """Ends out of order, starts out of order, or mixed closedness: the general sort merges them."""
+    rng = np.random.default_rng(3)
+    left, le, right, re = passes(rng, 50, "left", sorted_ends=False)
+    assert (np.diff(right) < 0).any()
+    assert mo._swept(left, le, right, re) is None
+    left, le, right, re = passes(rng, 50, "left")
+    assert mo._swept(left[::-1].copy(), le, right[::-1].copy(), re) is None
+    le2 = le.copy()
+    le2[3] = 1
+    assert mo._swept(left, le2, right, re) is None
+
+
+def brute(rows):
+    """Per chromosome: depth of every base (bedtools' zero-length rule: [p, p) covers p-1 and p)."""
+    out = {}
+    for c, s, e in rows:
+        s, e = (s - 1, e + 1) if s == e else (s, e)
+        d = out.setdefault(c, np.zeros(200, np.int64))
+        d[max(s, 0):e] += 1                  # depth prints runs clipped at 0
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_union_and_depth_against_brute_force(seed):
+    """merge, depth and the covered bases of coverage on random sets (sorted by start with ends in
+    order, which the sweep merges, or shuffled) equal a per-base count."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    c = rng.choice(["chr1", "chr2"], n)
+    s = rng.integers(0, 150, n)
+    e = s + (np.full(n, rng.integers(0, 20)) if seed % 2 else rng.integers(0, 20, n))
+    d = pd.DataFrame({"chrom": c, "start": s, "end": e})
+    if seed % 3 == 0:
+        d = d.sort_values(["chrom", "start"], kind="stable").reset_index(drop=True)
+    depth = brute(zip(c, s, e))
+    got = g.depth(d)
+    for name, dep in depth.items():
+        rows = got[got["chrom"] == name]
+        want = np.zeros(200, np.int64)
+        for a, b, v in zip(rows["start"], rows["end"], rows["depth"]):
+            want[a:b] += v
+        np.testing.assert_array_equal(want, dep)
+        m = g.merge(d)
+        m = m[m["chrom"] == name]
+        covered = np.zeros(200, bool)
+        for a, b in zip(m["start"], m["end"]):
+            assert not covered[a:b].any() or a == b
+            covered[a:b] = True
+        # zero-length runs print as given (bedtools); the others are the bases of depth > 0
+        zl = (m["start"] == m["end"]).to_numpy()
+        for a in m["start"].to_numpy()[zl]:
+            covered[max(a - 1, 0):a + 1] = True
+        np.testing.assert_array_equal(covered, dep > 0)
+    q = pd.DataFrame({"chrom": ["chr1", "chr2", "chr1"], "start": [0, 10, 50], "end": [150, 90, 51]})
+    cov = g.coverage(q, d)
+    for k, (name, a, b) in enumerate(zip(q["chrom"], q["start"], q["end"])):
+        dep = depth.get(name, np.zeros(200, np.int64))
+        assert cov["covered"][k] == int((dep[a:b] > 0).sum())

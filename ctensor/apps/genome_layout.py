@@ -30,7 +30,10 @@ the starts are distinct, the ends of `D` are `End`, which are `UE` when no two i
   per run;
 - `Depth[x]` the depth track: how many intervals cover x (SparseRunList -> Element(int)), the
   format of `bedtools genomecov -bg`; 24 bytes per run of constant depth.  Computed by the einsum
-  `Depth[x] = D[j, x] * d(j; counting)` (`genome_index.EINSUMS["depth"]`), not built here.
+  `Depth[x] = D[j, x] * d(j; counting)` (`genome_index.EINSUMS["depth"]`), not built here;
+- `U[x]`     the union of the intervals as maximal runs, touching ones joined (SparseRunList ->
+  Pattern): what `bedtools merge` prints, and what coverage measures each query against; 16 bytes
+  per run.  Computed by the einsum `U[x] = D[j, x] * d(j; boolean)` (`EINSUMS["union"]`).
 
 The uniform grid (`layout="grid"`; the paper's Grid[x, j], Fig. 23):
 - `G[c, j]`  cells [c, c + w) of one width w, c a multiple of w on the genome axis; each non-empty

@@ -189,13 +189,15 @@ class VElement:
 
     # ---- write side
     def declare(self, ctx, npos):
-        self.assemble(ctx, b.i64(0), b.sub(npos, b.i64(1)))
+        # the first `filled` values may hold the fill already (a caller's buffer, `GrowBuffer`)
+        self.assemble(ctx, b.i64(0), b.sub(npos, b.i64(1)), self.buf.filled)
 
-    def assemble(self, ctx, start, stop):
+    def assemble(self, ctx, start, stop, filled=None):
         self.buf.ensure(ctx, b.add(stop, b.i64(1)))
         k = ir.Var(ctx.fresh("k"), I64, "let")
         fill = b.const(self.fill, self.storage)
-        ctx.emit(ir.For(k, start, b.add(stop, b.i64(1)), [ir.Store(self.buf.data, ir.Read(k), fill)]))
+        first = start if filled is None else b.maximum(start, filled)
+        ctx.emit(ir.For(k, first, b.add(stop, b.i64(1)), [ir.Store(self.buf.data, ir.Read(k), fill)]))
 
     def freeze(self, ctx, npos):
         pass

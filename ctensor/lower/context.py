@@ -311,13 +311,18 @@ class GrowBuffer:
     """A kernel-owned buffer grown by doubling with libc realloc.
 
     The runtime passes a two-slot i64 cell [address, capacity] (address 0 = nothing allocated);
-    the kernel keeps (pointer, capacity) in mutable variables and writes them back at the end."""
+    the kernel keeps (pointer, capacity) in mutable variables and writes them back at the end.
+    A negative capacity -n is a caller's buffer of n elements that already hold the output's fill
+    value (`runtime.lend`): capacity n, and `filled` = n tells the leaf's declare not to set them
+    again (the fill pass over the whole output costs as much as the rest of the writes)."""
 
     def __init__(self, ctx: Context, hint: str, elem: ScalarType, owner, attr: str):
         self.elem = elem
         self.cell = ctx.param(hint + "_cell", PtrType(I64), ("grow", owner, attr))
         self.ptr = ctx.mut(PtrType(elem), b.cast(PtrType(elem), b.load(ir.Read(self.cell), 0)), hint)
-        self.cap = ctx.mut(I64, b.load(ir.Read(self.cell), 1), hint + "_cap")
+        given = ctx.let(b.load(ir.Read(self.cell), 1), hint + "_given")
+        self.filled = ctx.let(b.maximum(b.sub(b.i64(0), given), b.i64(0)), hint + "_filled")
+        self.cap = ctx.mut(I64, b.maximum(given, b.sub(b.i64(0), given)), hint + "_cap")
         back = [ir.Store(ir.Read(self.cell), b.i64(0), b.cast(I64, ir.Read(self.ptr))),
                 ir.Store(ir.Read(self.cell), b.i64(1), ir.Read(self.cap))]
         ctx.epilogue += back

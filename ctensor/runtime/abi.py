@@ -17,7 +17,8 @@ non-decreasing and within the buffers), and they must stay alive during the call
 Outputs.  A 0-d output is written to a one-element result cell.  Every buffer of another output
 is grown by the kernel with libc ``realloc``: its slot holds the address of an ``int64_t[2]`` cell
 ``{address, capacity in elements}``; pass ``{0, 0}`` (or a buffer from ``malloc`` and its
-capacity).  On status 0 the kernel writes the final address and capacity back, and the caller owns
+capacity; or a negative capacity -n: n elements at address that already hold the output's fill
+value, which a leaf's values are then not set to again — `PackedCall.set_output(zeroed=True)`).  On status 0 the kernel writes the final address and capacity back, and the caller owns
 the buffer: release it with libc ``free``.  On a non-zero status the cells are not written back:
 a buffer grown during that call is lost (leaked) and a cell that held a buffer before it may
 hold an address ``realloc`` already freed, so do not free or reuse such a cell.  How many elements

@@ -224,3 +224,29 @@ def test_set_input_errors_name_the_argument():
     with pytest.raises(TypeError, match="array: expected a numpy array"):
         call.set_input("B", 0, "left", [0.0])
     call.release()
+
+
+def test_zeroed_rows_are_not_filled_again():
+    """zeroed=True: the kernel does not set the rows to the fill value (0) before it accumulates —
+    on np.zeros rows the ordinary call's result; on rows holding 7 (a broken promise) 7 more,
+    which shows the fill pass is gone; without the flag the 7s are overwritten."""
+    text, kw, _ = CASES[0]                                   # every C[i] accumulates a sum
+    k = _kernel(text, kw, None)
+    want = _expected(k, kw)
+    call = k.pack(**kw)
+    for zeroed, before, after in ((True, 0.0, want), (True, 7.0, want + 7.0), (False, 7.0, want)):
+        out = np.full(want.shape, before)
+        call.set_output(out, zeroed=zeroed)
+        call.run()
+        assert np.array_equal(out, after)
+    call.release()
+
+
+def test_zeroed_is_ignored_for_a_nonzero_fill():
+    """Under min the fill is +inf, which np.zeros memory does not hold: the kernel fills anyway."""
+    k = ct.compile("C[i, j] = M[i, j] * w", M=M, w=2.5, semiring="min")
+    want = _expected(k, dict(M=M, w=2.5))
+    call = k.pack(M=M, w=2.5)
+    out = call.set_output(np.zeros((2, 3)), zeroed=True)
+    call.run()
+    assert np.array_equal(call.finish(0), want) and np.array_equal(out, want)

@@ -117,16 +117,15 @@ def _point_tensor(pts: np.ndarray) -> Tensor:
 def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, first: int):
     """The INTERPOLATE einsum on (M, 3) float64 points (`point_rows`; rows `first`.. of the
     caller's, for error messages), written into out (M, C), a C-contiguous array of the grid's
-    dtype.
+    dtype holding zeros (np.zeros).
 
     One kernel call per chunk of points (about 1 MiB of output), through one packed call
-    (`Kernel.pack`).  Each run writes its Out[m, c] straight into its rows of `out`
-    (`PackedCall.set_output`): the kernel zeroes and accumulates a chunk while it is in cache,
-    and nothing is copied after.  One call for all points would zero the whole (M, C) output
-    first and then read it back from memory to accumulate.  Each chunk's points are checked
-    for NaN/inf as they are read (`finite_rows`), then copied into the call's coordinate
-    buffers — or, when the points' columns are contiguous (Fortran order), read in place
-    (`PackedCall.set_input`).  The buffers belong to this call."""
+    (`Kernel.pack`).  Each run accumulates its Out[m, c] straight into its rows of `out`
+    (`PackedCall.set_output`: zeros already, so the kernel does not write the fill first), and
+    nothing is copied after.  Each chunk's points are checked for NaN/inf as they are read
+    (`finite_rows`), then copied into the call's coordinate buffers — or, when the points'
+    columns are contiguous (Fortran order), read in place (`PackedCall.set_input`).  The
+    buffers belong to this call."""
     per = _CHUNK_BYTES // (grid.channels * grid.dtype.itemsize)       # points whose output fills the chunk
     n, size = len(pts), max(1, min(max(per, _MIN_CHUNK), _CHUNK_POINTS, len(pts)))
     full = n - n % size
@@ -158,7 +157,8 @@ def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int, fi
                         call.set_input("P", a + 1, "idx", col, lo)     # level a + 1 holds coordinate a
                     else:
                         col[:] = chunk[:, a]
-            call.set_output(out, lo)         # the kernel writes rows lo .. lo + size - 1 in place
+            # the kernel writes rows lo .. lo + size - 1 in place; they are still np.zeros' zeros
+            call.set_output(out, lo, zeroed=True)
             call.run()
     finally:
         call.release()
@@ -184,8 +184,10 @@ def interpolate(grid: VoxelGrid, points, *, workers: int = 1) -> np.ndarray:
     """
     grid = _grid(grid)
     pts = point_rows(points, "points")
-    out = np.empty((len(pts), grid.channels), grid.dtype)
-    # each worker fills its own rows of this call's output
+    # zeros from calloc: fresh pages the OS zeroes on first touch, which the kernel then need not
+    # fill before it accumulates (`PackedCall.set_output(zeroed=True)`); each worker fills its
+    # own rows, each chunk's once
+    out = np.zeros((len(pts), grid.channels), grid.dtype)
     map_chunks(lambda lo, hi: _interpolate_into(grid, pts[lo:hi], out[lo:hi], lo), len(pts), check_workers(workers))
     return out
 

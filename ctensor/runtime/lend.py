@@ -29,6 +29,7 @@ class LendPlan:
     shape: tuple         # the output's shape, outermost first
     size: int            # prod(shape): the elements the kernel writes
     dtype: np.dtype      # the leaf's storage dtype
+    zero_fill: bool      # the fill value's bits are all zero (np.zeros memory holds it)
     inputs: tuple        # ((first byte, end byte, name), ...) of this call's input buffers
 
 
@@ -63,7 +64,8 @@ def lend_plan(kernel, block: np.ndarray, tensors) -> LendPlan:
             if isinstance(v, np.ndarray) and v.nbytes:
                 lo = v.ctypes.data
                 inputs.append((lo, lo + v.nbytes, f"{g[1]} (level {g[2]} {g[3]})"))
-    return LendPlan((depth, "val"), shape, int(np.prod(shape, dtype=np.int64)), dtype, tuple(inputs))
+    zero_fill = np.array(leaf.fill, dtype).tobytes() == bytes(dtype.itemsize)     # not -0.0, inf, True
+    return LendPlan((depth, "val"), shape, int(np.prod(shape, dtype=np.int64)), dtype, zero_fill, tuple(inputs))
 
 
 def check_lent(plan: LendPlan, out) -> int:

@@ -77,7 +77,7 @@ class PackedCall:
         else:
             self.block[k] = int(value)
 
-    def set_output(self, out: np.ndarray, row: int = 0) -> np.ndarray:
+    def set_output(self, out: np.ndarray, row: int = 0, zeroed: bool = False) -> np.ndarray:
         """Have `run` write this call's output straight into `out` (no kernel-grown buffer, no copy
         after the call); returns `out`.  Call it again (e.g. with the next `row`) before the next
         `run` to write elsewhere.
@@ -94,6 +94,14 @@ class PackedCall:
         failing status the rows hold a partial result.  The array is referenced until the next
         `set_output` with another array, `finish` or `release`.  Passing the same array again
         (another `row`) checks only the row: a few hundred ns.
+
+        zeroed=True: the caller vouches that these rows hold only zero bytes (e.g. rows of a
+        fresh `np.zeros` array no run has written), and the kernel does not set them to the
+        fill value again when the fill is zero bits (0, 0.0, False; otherwise the flag changes
+        nothing).  That pass costs as much as the output's other writes: for a large output
+        from np.zeros (calloc), whose pages the OS zeroes on first touch anyway, it is pure
+        overhead.  Rows that hold anything else give a wrong result: pass it only for memory
+        you know is zero.
 
         Raises TypeError: `out` not a numpy array, another dtype, `row` not an int, or a kernel
         whose output is a scalar, has a sparse level, or is a float sum computed term by term
@@ -117,8 +125,8 @@ class PackedCall:
             self._lent_keys.add(plan.cell)
         # capacity = exactly the elements the kernel writes (its Dense shapes' product, checked
         # against out.shape above): the kernel's grow test (capacity < needed) never fires, so it
-        # writes in place and never passes the array to realloc
-        cell[0], cell[1] = address, plan.size
+        # writes in place and never passes the array to realloc; negative: they hold the fill
+        cell[0], cell[1] = address, -plan.size if zeroed and plan.zero_fill else plan.size
         return out
 
     def set_input(self, name: str, depth: int, attr: str, array: np.ndarray, start: int = 0) -> None:

@@ -82,7 +82,7 @@ def workloads():
         yield "scale_2M", scale, False
 
 
-def ops():
+def wanted_ops():
     """The operations to run (GENOMICS_E2E_OPS, default all of c.OPS), in c.OPS order."""
     only = os.environ.get("GENOMICS_E2E_OPS")
     return tuple(op for op in c.OPS if not only or op in only.split(","))
@@ -140,7 +140,7 @@ def run_subprocess(peer, threads, path, tmp, rounds, budget):
     exe = PY312 if peer == "pyranges1" else sys.executable
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), POLARS_MAX_THREADS=str(threads),
                PYTHONPATH=os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))
-    cmd = [exe, os.path.join(HERE, "genomics_e2e_worker.py"), peer, path, tmp, ",".join(ops()),
+    cmd = [exe, os.path.join(HERE, "genomics_e2e_worker.py"), peer, path, tmp, ",".join(wanted_ops()),
            str(rounds[0]), str(rounds[1]), str(budget)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode:
@@ -161,8 +161,8 @@ def run_workload(name, make, presorted, tmp):
              "superintervals": p.superintervals_peer(names)}
     if slow_ok:
         peers.update(bioframe=p.bioframe_peer(), pybedtools=p.pybedtools_peer(presorted))
-    peers = {peer: {op: spec for op, spec in specs.items() if op in ops()} for peer, specs in peers.items()}
-    rec = {"n_query": len(q), "n_data": len(d), "presorted": presorted, "ops": {op: {} for op in ops()},
+    peers = {peer: {op: spec for op, spec in specs.items() if op in wanted_ops()} for peer, specs in peers.items()}
+    rec = {"n_query": len(q), "n_data": len(d), "presorted": presorted, "ops": {op: {} for op in wanted_ops()},
            "skipped": [] if slow_ok else ["bioframe", "pybedtools"]}
     refs = {}
     for peer, ops in peers.items():

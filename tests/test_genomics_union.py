@@ -34,9 +34,9 @@ def test_sweep_merge_equals_general_merge(closed, op, dtype, monkeypatch):
     """merge_runs with the sweep equals merge_runs with the general sort, for every closedness and
     reduction, on passes that tie, touch, nest and repeat."""
     rng = np.random.default_rng(7)
-    for n in (1, 2, 3, 10, 200):
+    for n, sorted_ends in [(n, e) for n in (1, 2, 3, 10, 200) for e in (True, False)]:
         for rep in range(4):
-            left, le, right, re = passes(rng, n, closed)
+            left, le, right, re = passes(rng, n, closed, sorted_ends)
             assert mo._swept(left, le, right, re) is not None
             val = None if dtype is None else rng.integers(-3, 4, n).astype(dtype)
             ptr = np.array([0, n], np.int64)
@@ -53,11 +53,15 @@ def test_sweep_merge_equals_general_merge(closed, op, dtype, monkeypatch):
 
 
 def test_sweep_declines_passes_out_of_order():
-    """Ends out of order, starts out of order, or mixed closedness: the general sort merges them."""
+    """Starts out of order, mixed closedness or an infinite end: the general sort merges them; ends
+    out of order are a sweep only for a Pattern leaf (the union needs no key order)."""
     rng = np.random.default_rng(3)
     left, le, right, re = passes(rng, 50, "left", sorted_ends=False)
     assert (np.diff(right) < 0).any()
-    assert mo._swept(left, le, right, re) is None
+    assert mo._swept(left, le, right, re)[2] is False
+    right2 = right.copy()
+    right2[7] = np.inf
+    assert mo._swept(left, le, right2, re) is None
     left, le, right, re = passes(rng, 50, "left")
     assert mo._swept(left[::-1].copy(), le, right[::-1].copy(), re) is None
     le2 = le.copy()

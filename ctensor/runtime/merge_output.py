@@ -68,10 +68,14 @@ def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
     # boundary keys (fiber, value, ε): a run [L, R] covers the Limits in [start key, end key), with
     # start key = L and end key = the successor of R, (R.value, R.ε + 1)
     swept = _swept(left, left_eps, right, right_eps) if npos == 1 else None
-    if swept is not None and (val is None or (op == "+" and val.dtype.kind in "iub")):
-        return _sweep_merge(left, right, *swept, val)
+    if swept is not None and val is None:
+        return _sweep_union(left, right, *swept[:2])
+    if swept is not None and not swept[2]:
+        swept = None                                   # ends out of order: the keys are sorted
+    if swept is not None and op == "+" and val.dtype.kind in "iub":
+        return _sweep_merge(left, right, *swept[:2], val)
     if swept is not None:
-        uv, ue, a, z = _sweep_keys(left, right, *swept)
+        uv, ue, a, z = _sweep_keys(left, right, *swept[:2])
         uf = np.zeros(len(uv), np.int64)
     else:
         fib = np.repeat(np.arange(npos, dtype=np.int64), np.diff(ptr))
@@ -118,14 +122,30 @@ def merge_runs(ptr, left, left_eps, right, right_eps, val, op):
 
 
 def _swept(left, left_eps, right, right_eps):
-    """(left ε, right ε) when one fiber's runs are the passes of a sweep: starts in order, ends in
-    order too, finite, one closedness per side (a depth or union track over intervals in start
-    order whose ends keep that order, e.g. of one length); None otherwise."""
+    """(left ε, right ε, ends in order) when one fiber's runs are the passes of a sweep: starts in
+    order, finite, one closedness per side (a union or depth track over intervals in start order);
+    None otherwise."""
     a0, c0 = left_eps[0], right_eps[0]
-    if not (np.isfinite(left[0]) and np.isfinite(right[-1])) or (left_eps != a0).any() \
-            or (right_eps != c0).any() or (left[1:] < left[:-1]).any() or (right[1:] < right[:-1]).any():
+    if not (np.isfinite(left[0]) and np.isfinite(right.max())) or (left_eps != a0).any() \
+            or (right_eps != c0).any() or (left[1:] < left[:-1]).any():
         return None
-    return a0, c0
+    return a0, c0, not (right[1:] < right[:-1]).any()
+
+
+def _sweep_union(left, right, a0, c0):
+    """`merge_runs` of a sweep (`_swept`) for a Pattern leaf, in one pass without sorting: with
+    the starts in order, the union breaks after run k exactly where the next start key lies beyond
+    the reach (the greatest end key so far, `maximum.accumulate`): a greater value, or the same
+    value when the start's ε is above the end key's (`(a, v)` then `(v, b)`: v is not covered)."""
+    reach = np.maximum.accumulate(right)
+    gap = left[1:] > reach[:-1]
+    if a0 > c0 + 1:
+        gap |= left[1:] == reach[:-1]
+    heads = np.flatnonzero(np.r_[True, gap])
+    tails = np.r_[heads[1:] - 1, len(left) - 1]
+    m = len(heads)
+    return (np.array([0, m], np.int64), left[heads], np.full(m, a0, np.int8), reach[tails],
+            np.full(m, c0, np.int8), None)
 
 
 def _sweep_events(left, right, a0, c0):

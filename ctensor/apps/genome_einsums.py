@@ -26,6 +26,10 @@ EINSUMS = {
     # bases of the query covered by at least one data interval (Lebesgue measure of the query's
     # meet with the union: a query meets a few maximal runs where it would meet many depth runs)
     "covered": "B[i] = Q[i, x] * U[x] * d(x; lebesgue)",
+    # the same by ranks: the union's runs meeting the query are the range R[i] = [#(run ends <= qs),
+    # #(run starts < qe)) (two "rank" searches over the pinpoints US, UR), each adding its overlap
+    # with the query (USv, URv: the runs' starts and ends as values; QS, QE the query's)
+    "covered_ranks": "B[i] = R[i, k] * (min(URv[k], QE[i]) - max(USv[k], QS[i])) * d(k; counting)",
     # the union of the data as maximal runs (bedtools merge): one pass per interval, OR-merged by the
     # runtime (a sweep: the passes come in start order, `runtime.merge_output`)
     "union": "U[x] = D[j, x] * d(j; boolean)",
@@ -77,9 +81,9 @@ SEMIRING = {"closest_next": "min", "closest_prev": "max", "map_min": "min", "map
 # the index tensors each operation reads (up front; merge reads S and E only to tell a lone
 # zero-length interval, built on that first use)
 PARTS = {"count": ("S", "E"), "overlap": ("S", "End"), "intersect": ("S", "D"),
-         "coverage": ("S", "E", "U"), "subtract": ("Depth",), "merge": ("U",),
+         "coverage": ("S", "E", "US", "UR"), "subtract": ("Depth",), "merge": ("U",),
          "closest": ("S", "End", "UE"), "depth": ("Depth",)}
 # under layout="grid": counts and pairs read the grid and the start/end values
 GRID_PARTS = {**PARTS, "count": ("G", "DS", "End"), "overlap": ("G", "DS", "End"), "intersect": ("G", "DS", "D"),
-              "coverage": ("G", "DS", "End", "U")}
+              "coverage": ("G", "DS", "End", "US", "UR")}
 LAYOUTS = ("sorted", "grid")

@@ -36,10 +36,13 @@ def nearest(index, gs, ge, ties):
     lvl = O.level.child
     qi, j = has[rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
     if ties != "all" and len(qi):
-        # first/last by the data's own start, as bedtools sorts it (j is in widened start order,
-        # where a zero-length [68, 68) starts at 67 with [67, 73)); equal starts in j's order
-        order = np.lexsort((j, index.frame["start"].to_numpy()[index._data_rows(j)], qi))
-        qi, j = qi[order], j[order]
+        # first/last by the data's own start, as bedtools sorts it, equal starts in j's order.  The
+        # pairs come by query, then j (start order): already in that order unless the data has a
+        # zero-length interval (its widened start is one below its own: [68, 68) starts at 67
+        # with [67, 73)); only then sort (a lexsort of every pair: ~150 ms of 240 at L = 1e4)
+        if len(index._zero_at):
+            order = np.lexsort((j, index.frame["start"].to_numpy()[index._data_rows(j)], qi))
+            qi, j = qi[order], j[order]
         first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
         qi, j = qi[first], j[first]
     return with_missing(qi, index._data_rows(j), dist[qi].astype(np.int64), finite)

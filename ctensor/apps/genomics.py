@@ -218,11 +218,13 @@ def closest(query, data, ties: str = "all", return_index: bool = False, workers:
     qi, dj, dist = idx.closest(*a, ties=ties, workers=workers, k=k)
     missing = dj < 0
     left = take_rows(q, qi, workers)
-    right = idx.frame.reset_index(drop=True)
-    right = right.astype({c: _nullable(right[c].dtype) for c in right.columns
-                          if pd.api.types.is_integer_dtype(right[c])})
-    # label -1 is absent: a missing data interval becomes a row of <NA>
-    right = right.reindex(np.where(missing, -1, dj)).reset_index(drop=True).add_suffix("_")
+    nullable = lambda f: f.astype({c: _nullable(f[c].dtype) for c in f.columns if pd.api.types.is_integer_dtype(f[c])})
+    if missing.any():
+        # label -1 is absent: a missing data interval becomes a row of <NA>
+        right = nullable(idx.frame.reset_index(drop=True)).reindex(np.where(missing, -1, dj)).reset_index(drop=True)
+    else:               # a positional take (reindex's label lookup cost ~40 ms for 2M rows)
+        right = nullable(take_rows(idx.frame, dj, workers))
+    right = right.add_suffix("_")
     out = pd.concat([left, right], axis=1)
     out["distance"] = pd.array(np.where(missing, 0, dist), dtype="Int64")
     out.loc[missing, "distance"] = pd.NA

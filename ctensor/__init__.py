@@ -11,11 +11,11 @@ from .formats import (Dense, Element, Level, Pattern, SparseByteMap, SparseInter
 from .lang.measure import Measure
 from .lang.semiring import Semiring
 from .limits import EPS, Limit, drop_eps, minus_eps, plus_eps
-from .runtime import Kernel, compile, einsum, kernel_cache
+from .runtime import Kernel, compile, einsum, kernel_cache, wait_optimized
 
 __all__ = ["FormatError", "InvalidProgramError", "KernelError", "ValidityUnknown", "Dense", "Element", "Level",
            "Pattern", "SparseByteMap", "SparseInterval", "SparseList", "SparsePoint", "SparseRunList", "Tensor",
            "UniformGrid", "UnitCells", "box", "interval_index", "interval_set", "intervals", "points", "Limit", "EPS",
            "drop_eps", "plus_eps",
-           "minus_eps", "Kernel", "compile", "einsum", "kernel_cache", "Measure", "Semiring"]
+           "minus_eps", "Kernel", "compile", "einsum", "kernel_cache", "wait_optimized", "Measure", "Semiring"]
 __version__ = "0.1.0"

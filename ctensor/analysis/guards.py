@@ -89,8 +89,13 @@ class GuardProver:
         self.max_checks = max_checks
         self.decided = 0                 # guards replaced by a constant (context.guard reads it)
         self.stats = {"asked": 0, "true": 0, "false": 0, "refined": 0, "syntactic": 0,
-                      "cache_hits": 0, "memo_hits": 0, "z3_checks": 0, "z3_unknown": 0, "z3_seconds": 0.0}
+                      "cache_hits": 0, "memo_hits": 0, "z3_checks": 0, "z3_unknown": 0, "z3_seconds": 0.0,
+                      "cut": 0}
         self.log: list = []              # (guard before, guard after)
+        # set by the lowering of a kernel large enough for a first tier (`driver.tiering`): guards
+        # asked after it are kept as emitted (`stats["cut"]` counts them), the optimised tier's
+        # lowering proves them
+        self.cut = False
 
     # ------------------------------------------------------------------ facts
     def define(self, var, expr):
@@ -125,6 +130,9 @@ class GuardProver:
     def prove(self, cond):
         """`cond`, TRUE, FALSE or `cond` with implied conjuncts/disjuncts dropped (see module doc)."""
         if isinstance(cond, ir.Const):
+            return cond
+        if self.cut:
+            self.stats["cut"] += 1
             return cond
         self.stats["asked"] += 1
         canon = Canon(self.defs)

@@ -31,7 +31,17 @@ class CompiledFunction:
     compile_seconds: dict        # 'emit' (verify+emit+parse+LLVM verify), 'optimize', 'jit'
     packed: object = field(repr=False, default=None)
     source: str = "compiled"     # 'compiled' | 'disk' (object cache) | 'memory' (same process)
-    tier: str = "O3"             # pipeline and code generator: 'O0'..'O3', 'light-cg1', 'light-cg0'
+    tier: str = "O3"             # pipeline and code generator: 'O0'..'O3', 'light-cg1', 'light-cg0', 'quick-cg0'
+    forward_address: int = 0     # a first tier's `_next` global (`llvm_emit`), else 0
+
+    def forward_to(self, other: "CompiledFunction") -> None:
+        """Make this first tier's packed entry tail-call `other`'s from now on (an aligned 8-byte
+        store, read atomically by the entry; calls already running finish in this code).  Both
+        codes stay in memory for the process: the engine and loaded libraries never unload."""
+        if not self.forward_address:
+            raise ValueError(f"{self.name} is not a first-tier function: it has no forward slot")
+        self._forwarded = other          # what the slot points into stays referenced with it
+        ctypes.c_void_p.from_address(self.forward_address).value = other.packed_address
 
     @property
     def llvm_ir(self) -> str | None:

@@ -45,6 +45,7 @@ each compile).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import threading
 import time
@@ -52,7 +53,7 @@ import weakref
 
 from . import library, objcache
 from .compiled import PACKED_CFUNC, CompiledFunction, lazy_ir as _lazy_ir, load_compiled, symbol_of
-from .tiers import LIGHT_PASSES, tier_of as _tier
+from .tiers import LIGHT_PASSES, QUICK_TIER, tier_of as _tier
 
 llvm = None                     # llvmlite.binding, imported by the first `_Engine`
 
@@ -84,6 +85,7 @@ class _Engine:
         self.cache_dir = None                   # set per compile (env may change in tests)
         self.hits: dict[str, bytes] = {}        # module name -> object code to hand to MCJIT
         self.current = None                     # (symbol, tier, .ll digest) being compiled
+        self.first_tiers = itertools.count()    # serials making each first tier's symbol its own
 
     @property
     def tm_opt(self):
@@ -115,24 +117,31 @@ class _Engine:
         return None if llvm_ir is None else (got[0], llvm_ir)
 
     # -------------------------------------------------------- compile
-    def compile(self, fn, opt: int, use_cache: bool) -> CompiledFunction:
+    def compile(self, fn, opt: int, use_cache: bool, quick: bool = False) -> CompiledFunction:
         from .llvm_emit import emit_module
         t0 = time.perf_counter()
         base = _sanitize(fn.name)
-        text = emit_module(dataclasses.replace(fn, name=base))   # verifies fn first
-        tier = _tier(text, opt)
+        # verifies fn first; a first tier forwards through its `_next` global (`llvm_emit`)
+        text = emit_module(dataclasses.replace(fn, name=base), forward=quick)
+        if quick:       # a forward slot of its own per compile (one kernel's promotion sets it)
+            text += f"; first tier {next(self.first_tiers)}\n"
+        tier = QUICK_TIER if quick else _tier(text, opt)
         symbol = self._symbol(text, base, tier)
         if symbol in self.compiled:
             prev = self.compiled[symbol]
             secs = {"emit": time.perf_counter() - t0, "optimize": 0.0, "jit": 0.0}
             return dataclasses.replace(prev, compile_seconds=secs, source="memory")
-        addresses, llvm_ir, unoptimized, secs, source = self._jit(text, symbol, (base, base + "_packed"),
-                                                                  tier, use_cache, t0)
-        address, packed_address = addresses
+        names = (base, base + "_packed") + ((base + "_next",) if quick else ())
+        # a first tier is never cached on disk: the optimised kernel replaces it in this process
+        # and is the one a later process loads
+        addresses, llvm_ir, unoptimized, secs, source = self._jit(text, symbol, names, tier,
+                                                                  use_cache and not quick, t0)
+        address, packed_address = addresses[:2]
         result = CompiledFunction(
             name=symbol, address=address, packed_address=packed_address, ir_source=llvm_ir,
             unoptimized_ir=unoptimized, compile_seconds=secs,
-            packed=PACKED_CFUNC(packed_address), source=source, tier=tier)
+            packed=PACKED_CFUNC(packed_address), source=source, tier=tier,
+            forward_address=addresses[2] if quick else 0)
         self.compiled[symbol] = result
         return result
 
@@ -334,16 +343,19 @@ def get_engine() -> _Engine:
     return _ENGINE
 
 
-def compile_function(fn, opt: int = 3, cache: bool = True) -> CompiledFunction:
+def compile_function(fn, opt: int = 3, cache: bool = True, quick: bool = False) -> CompiledFunction:
     """Verify, emit, optimise (new pass manager, `opt` in 0..3) and JIT the IR function `fn`
     (`ctensor.ir.Function`).  `cache=False` bypasses the on-disk object cache (the in-process one
-    always applies).  Raises ValueError for an `opt` outside 0..3, `ctensor.ir.IRError` for IR the
-    verifier rejects."""
+    always applies).  `quick`: the first tier of a tiered compile (`driver.tiering`): the light
+    passes and the O0 code generator (`QUICK_TIER`, a few times faster to make, 1.2-2x slower to
+    run), never cached on disk, its packed entry forwarding to the code `CompiledFunction.forward_to`
+    names.  Raises ValueError for an `opt` outside 0..3, `ctensor.ir.IRError` for IR the verifier
+    rejects."""
     if opt not in (0, 1, 2, 3):
         raise ValueError(f"opt must be 0..3, got {opt!r}")
     engine = get_engine()
     with engine.lock:   # LLVM's global context and the engine are not thread-safe
-        return engine.compile(fn, opt, cache)
+        return engine.compile(fn, opt, cache, quick)
 
 
 def compile_llvm(text: str, base: str, names, opt: int = 3, cache: bool = True) -> tuple:

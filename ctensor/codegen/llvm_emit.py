@@ -13,6 +13,11 @@
   as the i64 but without an inttoptr that would blind alias analysis; f64 by bitcast; narrower
   integers by trunc), calls ``<name>`` and returns its status.  Both keep external linkage so both
   stay callable by address.
+* A first-tier module (`emit_module(fn, forward=True)`, `driver.tiering`) also defines the global
+  ``<name>_next`` (a null pointer): its packed entry first loads it (atomic, monotonic) and, once the
+  runtime has stored the optimised kernel's packed entry there, tail-calls that instead, so every
+  caller holding the first tier's address (the native runner, a spatial entry, numba code, a
+  PackedCall) runs the optimised code from its next call on.
 
 The text is written directly rather than through llvmlite's IR builder: the builder and its
 printer cost ~100 ms on a 4,000-line kernel (the spatial box query), a third of its cold compile;
@@ -307,8 +312,17 @@ class _Emitter:
         return "\n".join(out)
 
 
-def _emit_packed(fn: Function) -> str:
+def _emit_packed(fn: Function, forward: bool = False) -> str:
     lines = [f"define i32 @{_quote(fn.name + '_packed')}(ptr %args) #0 {{", "entry:"]
+    if forward:
+        nxt = _quote(fn.name + "_next")
+        lines += [f"  %next = load atomic ptr, ptr @{nxt} monotonic, align 8",
+                  "  %forward = icmp ne ptr %next, null",
+                  "  br i1 %forward, label %tier2, label %tier1",
+                  "tier2:",
+                  "  %moved = tail call i32 %next(ptr %args)",
+                  "  ret i32 %moved",
+                  "tier1:"]
     args = []
     for k, p in enumerate(fn.params):
         t, slot = p.type, f"%slot.{k}"
@@ -335,13 +349,15 @@ def _emit_packed(fn: Function) -> str:
     return "\n".join(lines)
 
 
-def emit_module(fn: Function) -> str:
+def emit_module(fn: Function, forward: bool = False) -> str:
     """Verify `fn` (raises `ctensor.ir.IRError` if it is not well formed) and return the LLVM IR
-    text of a module defining ``fn.name`` and ``fn.name + '_packed'`` (module docstring)."""
+    text of a module defining ``fn.name`` and ``fn.name + '_packed'`` (module docstring); with
+    `forward`, also the global ``fn.name + '_next'`` the packed entry forwards through."""
     verify(fn)
     em = _Emitter(fn)
     body = em.emit()
-    parts = [f"; ModuleID = {_quote(fn.name)}", body, _emit_packed(fn), *em.declares.values(),
+    glob = [f"@{_quote(fn.name + '_next')} = global ptr null, align 8"] if forward else []
+    parts = [f"; ModuleID = {_quote(fn.name)}", *glob, body, _emit_packed(fn, forward), *em.declares.values(),
              "attributes #0 = { nounwind }"]
     return "\n\n".join(parts) + "\n"
 

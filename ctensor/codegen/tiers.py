@@ -10,6 +10,9 @@ LARGE_MODULE = 10_000_000    # lines × loops of the unoptimised LLVM IR
 HUGE_MODULE = 20_000_000     # O1 code generation took 13 s at 5.5e7 (engine docstring)
 # no NewGVN: llvmlite's LLVM is built with assertions, and NewGVN's `verifyIterationSettled` aborted
 # the process on a fuzzed kernel (3-D point tensors under counting); llvmlite offers no other GVN
+# the first tier of a tiered compile (`driver.tiering`): the light passes and an O0 code generator,
+# whatever the size (the optimised tier follows in the background)
+QUICK_TIER = "quick-cg0"
 LIGHT_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "sccp", "instruction_combine", "simplify_cfg")
 
 

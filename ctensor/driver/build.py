@@ -57,10 +57,12 @@ class Lowered:
     guard_stats: dict | None
 
 
-def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_sums, merge_output) -> Lowered:
+def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_sums, merge_output,
+                  cut_at=None) -> Lowered:
     """Lower the planned einsum `es` over `tensors` (name -> Tensor) and `scalars` (name -> (value,
-    kind)) into an IR function writing `out_fmt` (None: a 0-d output cell)."""
-    ctx = Context(prove_guards=prove_guards)
+    kind)) into an IR function writing `out_fmt` (None: a 0-d output cell).  `cut_at`: the size
+    (statements × loops) past which the guard proofs stop (`driver.tiering`; None: never)."""
+    ctx = Context(prove_guards=prove_guards, cut_at=cut_at)
     ctx.unordered_output = merge_output
     ctx.index_kinds = dict(plan.kinds)
     getters = []

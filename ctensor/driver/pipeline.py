@@ -73,9 +73,9 @@ def compile_kernel(text, kwargs, *, semiring=None, order=None, out=None, assume_
     key = _store_key(text, kwargs, options) if use_store else None
     kernel = _load(key) if key is not None else None
     if kernel is None:
-        kernel = _compile(text, kwargs, options)
-        if key is not None:
-            kernel_store.store(key, kernel.spec, kernel.fn)
+        # the store gets the optimised kernel: now, or when its background tier is done (`tiering`)
+        kernel = _compile(text, kwargs, options,
+                          on_final=None if key is None else lambda spec, fn: kernel_store.store(key, spec, fn))
     if request is not None and key is not None and request != key:
         kernel_store.alias(request, key)
     return kernel
@@ -166,13 +166,16 @@ def _load(key) -> Kernel | None:
 
 
 @deep
-def _compile(text, kwargs, options) -> Kernel:
-    """Run every stage (module docstring)."""
+def _compile(text, kwargs, options, on_final=None) -> Kernel:
+    """Run every stage (module docstring), tiered (`tiering`): a large kernel is returned at its
+    first tier and promoted to its optimised code in the background.  `on_final(spec, fn)` is called
+    with the optimised kernel (now, or when the background tier is done)."""
     # the stages are imported here: a process whose kernels all come from the disk cache never
     # loads the lowering stack
     from ..codegen import compile_function
     from ..lang.parser import parse
     from ..lang.program import make_plan
+    from . import tiering
     from .build import lower_program
     t0 = time.perf_counter()
     tensors, scalars = split_args(kwargs)
@@ -182,29 +185,51 @@ def _compile(text, kwargs, options) -> Kernel:
                      assume_valid=options["assume_valid"], measures=measures)
     tensors, scalars = read_args(es, plan, tensors, scalars)
     out_fmt = output_format(es, plan, options["out"])
-    lowered = lower_program(es, plan, tensors, scalars, out_fmt, prove_guards=options["prove_guards"],
-                            split_sums=options["split_sums"], merge_output=options["merge_output"])
+
+    def lower(merge_output, cut_at=None):
+        return lower_program(es, plan, tensors, scalars, out_fmt, prove_guards=options["prove_guards"],
+                             split_sums=options["split_sums"], merge_output=merge_output, cut_at=cut_at)
+
+    def build(lowered, t_start, quick=False):
+        t1 = time.perf_counter()
+        compiled = compile_function(lowered.fn, quick=quick)
+        spec = KernelSpec(
+            text=text, es=es, plan=plan,
+            formats={k: t.level.format_key() for k, t in tensors.items()},
+            format_strs={k: t.level.format_str() for k, t in tensors.items()},
+            scalar_kinds={k: s[1] for k, s in scalars.items()},
+            out_fmt=out_fmt, getters=lowered.getters,
+            params=[(p.name, str(p.type)) for p in lowered.fn.params],
+            options=options, measures=measures, split_sums=lowered.split_sums,
+            merge_output=lowered.merge_output, prove_guards=options["prove_guards"],
+            guard_stats=lowered.guard_stats, symbol=compiled.name,
+            compile_seconds={"lower": t1 - t_start, **compiled.compile_seconds,
+                             "total": time.perf_counter() - t_start})
+        return spec, compiled, lowered.fn
+
+    tiered = tiering.enabled()
+    # tiered: the guard proofs stop once the kernel is large enough for a first tier (`tiering`)
+    cut_at = tiering.work_threshold() if tiered else None
+    lowered = lower(options["merge_output"], cut_at)
     if not lowered.merge_output and revisited(out_fmt, plan) and statements(lowered.fn) > MERGE_FIRST_AT:
         # a large kernel whose output a loop revisits is compiled merged from the start: if the
         # checked kernel stopped with STATUS_OUTPUT_ORDER at its first call, the merged sibling
         # would cost a second compile of seconds, more than merging the output costs at run time
-        lowered = lower_program(es, plan, tensors, scalars, out_fmt, prove_guards=options["prove_guards"],
-                                split_sums=options["split_sums"], merge_output=True)
-    t1 = time.perf_counter()
-    compiled = compile_function(lowered.fn)
-    spec = KernelSpec(
-        text=text, es=es, plan=plan,
-        formats={k: t.level.format_key() for k, t in tensors.items()},
-        format_strs={k: t.level.format_str() for k, t in tensors.items()},
-        scalar_kinds={k: s[1] for k, s in scalars.items()},
-        out_fmt=out_fmt, getters=lowered.getters,
-        params=[(p.name, str(p.type)) for p in lowered.fn.params],
-        options=options, measures=measures, split_sums=lowered.split_sums,
-        merge_output=lowered.merge_output, prove_guards=options["prove_guards"],
-        guard_stats=lowered.guard_stats, symbol=compiled.name,
-        compile_seconds={"lower": t1 - t0, **compiled.compile_seconds,
-                         "total": time.perf_counter() - t0})
-    return Kernel(spec, compiled, fn=lowered.fn)
+        lowered = lower(True, cut_at)
+    cut = bool(lowered.guard_stats and lowered.guard_stats["cut"])
+    if tiered and (cut or tiering.first_tier(lowered.fn)):
+        kernel = Kernel(*build(lowered, t0, quick=True))
+        first = lowered
+
+        def optimised():
+            # with the proofs the first tier went without, in the same variant (merged or not)
+            return build(lower(first.merge_output) if cut else first, time.perf_counter())
+        tiering.upgrade(kernel, optimised, on_final)
+        return kernel
+    spec, compiled, fn = build(lowered, t0)
+    if on_final is not None:
+        on_final(spec, fn)
+    return Kernel(spec, compiled, fn=fn)
 
 
 def statements(fn) -> int:

@@ -21,9 +21,13 @@ from .tile import SUFFIX
 
 
 class Context(Searches):
-    def __init__(self, prove_guards: bool = False):
+    def __init__(self, prove_guards: bool = False, cut_at: int | None = None):
         # the z3 guard prover (`ctensor.analysis.guards`) and the facts it reasons from, or None
         self.prover = GuardProver() if prove_guards else None
+        # tiering (`driver.tiering`): once statements × loops emitted pass `cut_at`, the kernel gets a
+        # first tier, and its guards are left to the optimised tier's lowering (`GuardProver.cut`)
+        self._cut_at = cut_at if self.prover else None
+        self._emitted = self._loops = 0
         self.params: list[ir.Var] = []
         self.param_roles: list[tuple] = []      # (role, owner, buffer name) per param
         self._stack: list[list] = [[]]
@@ -129,6 +133,12 @@ class Context(Searches):
     # ---------------------------------------------------------------- emission
     def emit(self, stmt):
         self._stack[-1].append(stmt)
+        if self._cut_at is not None:
+            self._emitted += 1
+            if isinstance(stmt, (ir.While, ir.For)):
+                self._loops += 1
+            if self._emitted * max(self._loops, 1) > self._cut_at:
+                self.prover.cut, self._cut_at = True, None
 
     def extend(self, stmts):
         """Emit the statements of a block collected by `block()`."""

@@ -53,6 +53,15 @@ def kernel_cache() -> dict:
     return _CACHE
 
 
+def wait_optimized() -> None:
+    """Wait until every kernel compiled so far runs its optimised code.  A large kernel is returned
+    at a first tier, correct but 1.3-3x slower, while its optimised code compiles in the background
+    (`ctensor.driver.tiering`; `Kernel.wait_optimized` waits for one kernel): call this before
+    timing steady-state speed.  `CTENSOR_TIERED=0` compiles every kernel in full before returning it."""
+    from ..driver.tiering import wait
+    wait()
+
+
 def _key(text, kwargs, semiring, order, out, assume_valid=False, prove_guards=None):
     if not isinstance(text, str):
         raise TypeError(f"einsum text must be a str, got {type(text).__name__}")

@@ -79,8 +79,13 @@ class Kernel:
         self.formats, self.format_strs, self.scalar_kinds = spec.formats, spec.format_strs, spec.scalar_kinds
         self.out_fmt, self.getters = spec.out_fmt, spec.getters
         self.split_sums, self.merge_output = spec.split_sums, spec.merge_output
-        self.prove_guards, self.guard_stats = spec.prove_guards, spec.guard_stats
+        self.prove_guards = spec.prove_guards
         self.compile_seconds = spec.compile_seconds
+        # a first tier (`driver.tiering`): set when the optimised code has replaced it, or failed to
+        self._optimised = threading.Event()
+        self.tier_error = None
+        if not compiled.forward_address:
+            self._optimised.set()
         self._measures, self._options = spec.measures, spec.options
         self.scalar_slot = {g[1]: k for k, g in enumerate(self.getters) if g[0] == "scalar"}
         self.shape_groups = shape_groups(self.plan)
@@ -92,10 +97,44 @@ class Kernel:
         self.__class__ = type("Kernel", (Kernel,), {"__call__": fast, "__slots__": (), "__doc__": Kernel.__doc__,
                                                     "__module__": Kernel.__module__, "__qualname__": "Kernel"})
 
+    # ------------------------------------------------------------------ tiers (driver.tiering)
+    @property
+    def tier(self) -> str:
+        """The code calls run now: 'quick-cg0' for a first tier (its optimised code compiling in the
+        background), else the optimised code's LLVM tier ('O3', or a light tier for huge kernels)."""
+        return self.compiled.tier
+
+    def wait_optimized(self, timeout: float | None = None) -> bool:
+        """Wait until this kernel runs its optimised code (`driver.tiering`); at once for a kernel
+        compiled in one tier.  True when it does; False on a timeout, or if the optimised compile
+        failed (`tier_error`: the kernel then keeps its first tier, which computes the same
+        results)."""
+        return self._optimised.wait(timeout) and self.tier_error is None
+
+    def _promote(self, spec, compiled, fn):
+        """Replace the first tier by the optimised code (`driver.tiering.upgrade`): the same argument
+        block (checked), so a call in flight on either is correct; the first tier's entry forwards."""
+        if spec.getters != self.spec.getters or spec.params != self.spec.params:
+            raise AssertionError(f"{self.text!r}: the optimised kernel's argument block differs from its "
+                                 "first tier's; it keeps the first tier")
+        # (not under `_lock`, which a sibling's compile holds for its length; each store is atomic
+        # under the GIL and any mix of old and new fields is a consistent call)
+        self.compiled.forward_to(compiled)
+        self.spec, self._fn, self._fn_loader = spec, fn, None
+        self.compiled = compiled
+        self._optimised.set()
+
+    def _promotion_failed(self, error):
+        self.tier_error = error
+        self._optimised.set()
+
     # ------------------------------------------------------------------ artifact
+    # what exposes the code waits for the optimised tier: inspecting or embedding a kernel sees the
+    # same code whenever it is asked
     @property
     def fn(self) -> ir.Function:
         """The IR function (read back from the disk cache for a kernel loaded from it)."""
+        self._optimised.wait()
         if self._fn is None:
             self._fn = self._fn_loader()
         return self._fn
@@ -106,16 +145,25 @@ class Kernel:
 
     @property
     def llvm_ir(self) -> str:
+        self._optimised.wait()
         return self.compiled.llvm_ir
 
     @property
+    def guard_stats(self) -> dict | None:
+        """What the z3 guard prover did (`ctensor.analysis.guards`); None when off."""
+        self._optimised.wait()
+        return self.spec.guard_stats
+
+    @property
     def address(self) -> int:
+        self._optimised.wait()
         return self.compiled.packed_address
 
     @property
     def ctypes_function(self):
         """The packed entry point as a ctypes function `int32 (void *argument_block)`; numba's
         @njit code can call it directly (it becomes an external function pointer)."""
+        self._optimised.wait()
         return self.compiled.packed
 
     @property
@@ -279,12 +327,14 @@ class Kernel:
     def abi(self):
         """The argument block's fields, entry points and status codes (`runtime.abi.Abi`)."""
         from .abi import abi_of
+        self._optimised.wait()
         return abi_of(self)
 
     def llvm_module(self):
         """A new llvmlite ModuleRef holding this kernel's functions, to link into another module
         (`runtime.embed.llvm_module`)."""
         from .embed import llvm_module
+        self._optimised.wait()
         return llvm_module(self)
 
 

@@ -1,12 +1,14 @@
 """`bedtools closest` over a `GenomeIndex`: the nearest data intervals of each query, by two
 extremum einsums and one overlap einsum (`genome_einsums.EINSUMS`: closest_prev, closest_next,
-overlap).  Source: the continuous tensor paper §7.2; the distance as bedtools 2.30 counts it."""
+overlap; map_min / map_max for one tie).  Source: the continuous tensor paper §7.2; the distance
+as bedtools 2.30 counts it."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import Dense, Pattern, SparseList
 from .genome_layout import SPAN, decode, interval_tensor, rows
+from .genome_sets import map_values
 
 
 def nearest(index, gs, ge, ties):
@@ -31,6 +33,12 @@ def nearest(index, gs, ge, ties):
     # every data interval within `dist` of the query overlaps the query widened by it, and none
     # is nearer: the ties are exactly those pairs
     d = dist[has]
+    if ties != "all" and not len(index._zero_at):
+        # the first (last) tie is the least (greatest) j among the pairs (see below): one extremum
+        # einsum over the same candidates (map_min / map_max of the value j), no pair list
+        jv = np.arange(index.n, dtype=np.float64)
+        j = map_values(index, gs[has] - d, ge[has] + d, jv, "min" if ties == "first" else "max").astype(np.int64)
+        return with_missing(has, index._data_rows(j), d.astype(np.int64), finite)
     out = Dense(SparseList(Pattern(), real=False))
     O = index._pairs("overlap", gs[has] - d, ge[has] + d, out, grid=False)
     lvl = O.level.child

@@ -19,7 +19,7 @@ Fig. 23): `G[c, j]` lists, per cell of width `cell`, the intervals meeting it, a
 and pieces run the two steps of Fig. 23 in one einsum each: the filter (the query's cells, W[i, c],
 times the grid) and the exact test, plus the reference-cell condition that reports a pair found in
 several cells once (the `grid_*` einsums).  Under the grid, coverage counts with the grid and
-measures the covered bases on the depth track; subtract, merge and closest (whose tie step needs
+measures the covered bases on the union's runs; subtract, merge and closest (whose tie step needs
 the sorted starts anyway) use the sorted layout's tensors.
 
 Threads.  A `GenomeIndex` may be queried from many threads at once: its index tensors are

@@ -1,4 +1,4 @@
-"""Hypothesis profiles.
+"""Hypothesis profiles, and each test's background compiles finished with it (`_optimised_tiers_done`).
 
 * ``ci``: derandomized (examples drawn from a hash of each test, so every run of the suite tests the
   same examples; derandomize implies no example database) — chosen when the environment variable
@@ -9,7 +9,9 @@
   finds becomes an explicit ``@example`` or a regression test, so CI keeps it.
 ``HYPOTHESIS_PROFILE`` overrides the choice."""
 import os
+import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # every profile derives from hypothesis' own "default" one: hypothesis loads its built-in "ci"
@@ -27,3 +29,13 @@ def _in_ci() -> bool:
 
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if _in_ci() else "dev"))
+
+
+@pytest.fixture(autouse=True)
+def _optimised_tiers_done():
+    """Each test's background compiles (`ctensor.driver.tiering`) end with the test: no test runs
+    beside another's O3 compile, and none finds the recursion limit raised by one (`runtime.recursion`)."""
+    yield
+    tiering = sys.modules.get("ctensor.driver.tiering")
+    if tiering is not None:
+        tiering.wait()

@@ -53,7 +53,7 @@ import weakref
 
 from . import library, objcache
 from .compiled import PACKED_CFUNC, CompiledFunction, lazy_ir as _lazy_ir, load_compiled, symbol_of
-from .tiers import LIGHT_PASSES, QUICK_TIER, tier_of as _tier
+from .tiers import LIGHT_PASSES, QUICK_PASSES, QUICK_TIER, tier_of as _tier
 
 llvm = None                     # llvmlite.binding, imported by the first `_Engine`
 
@@ -212,7 +212,7 @@ class _Engine:
             return
         pb = llvm.create_pass_builder(self.tm_opt, llvm.create_pipeline_tuning_options(speed_level=0))
         mpm = llvm.create_new_module_pass_manager()
-        for name in LIGHT_PASSES:
+        for name in QUICK_PASSES if tier == QUICK_TIER else LIGHT_PASSES:
             getattr(mpm, f"add_{name}_pass")()
         mpm.run(mod, pb)
 

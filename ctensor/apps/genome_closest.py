@@ -138,7 +138,7 @@ def k_nearest(index, gs, ge, k, ties):
     order) of each of the k smallest distinct distances.  Ordered by query row, distance, data
     start; a query with no data on its chromosome gets one entry (-1, -1).  The intervals within
     the distance are the overlap einsum's pairs of the widened query (as `nearest`)."""
-    sorted_ends = np.sort(index._ge)
+    sorted_ends = np.sort(index._ge, kind="stable")       # nearly sorted: timsort (genome_layout.BUILD["E"])
     dist = _kth_distance(index, gs, ge, k, ties, sorted_ends)
     finite = np.isfinite(dist)
     has = np.flatnonzero(finite)

@@ -226,6 +226,31 @@ def test_set_input_errors_name_the_argument():
     call.release()
 
 
+def test_set_input_refuses_nan_and_new_infinities():
+    """A window holding a NaN, or an infinity where the packed buffer held only finite values (the
+    code may be specialised for finite data), is refused with its index; an unbounded run's -inf is
+    accepted where the packed buffer had one."""
+    k = ct.compile("C[i] = S[i, x] * B[x] * d(x; lebesgue)", S=S, B=B)
+    call = k.pack(S=S, B=B)
+    left = B.levels()[0].left
+    bad = np.concatenate([[0.0], left, [0.0]])
+    bad[len(left)] = np.nan
+    with pytest.raises(ct.FormatError, match=rf"array\[{len(left)}\] = nan is not finite"):
+        call.set_input("B", 0, "left", bad, 1)
+    bad[len(left)] = -np.inf
+    with pytest.raises(ct.FormatError, match=rf"array\[{len(left)}\] = -inf is not finite"):
+        call.set_input("B", 0, "left", bad, 1)
+    call.set_input("B", 0, "left", np.concatenate([[np.nan], left]), 1)      # outside the window: fine
+    call.release()
+    U = ct.intervals([-np.inf, 4.0], [1.0, 6.0], values=[1.0, 2.0])
+    k = ct.compile("C[i] = S[i, x] * B[x] * d(x; lebesgue)", S=S, B=U)
+    call = k.pack(S=S, B=U)
+    call.set_input("B", 0, "left", np.array([-np.inf, 3.0]))
+    with pytest.raises(ct.FormatError, match=r"array\[1\] = nan is not a number"):
+        call.set_input("B", 0, "left", np.array([-np.inf, np.nan]))
+    call.release()
+
+
 def test_zeroed_rows_are_not_filled_again():
     """zeroed=True: the kernel does not set the rows to the fill value (0) before it accumulates —
     on np.zeros rows the ordinary call's result; on rows holding 7 (a broken promise) 7 more,

@@ -124,7 +124,8 @@ def _interpolate_into(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, first: 
     (`PackedCall.set_output`: zeros already, so the kernel does not write the fill first), and
     nothing is copied after.  Each chunk's points are checked for NaN/inf as they are read
     (`finite_rows`), then copied into the call's coordinate buffers — or, when the points'
-    columns are contiguous (Fortran order), read in place (`PackedCall.set_input`).  The
+    columns are contiguous (Fortran order), read in place (`PackedCall.set_input`, which checks
+    each column's window itself).  The
     buffers belong to this call."""
     per = _CHUNK_BYTES // (grid.channels * grid.dtype.itemsize)       # points whose output fills the chunk
     n, size = len(pts), max(1, min(max(per, _MIN_CHUNK), _CHUNK_POINTS, len(pts)))
@@ -151,11 +152,16 @@ def _run_chunks(grid: VoxelGrid, pts: np.ndarray, out: np.ndarray, size: int, fi
         for lo in range(0, len(pts), size):
             if lo:
                 chunk = pts[lo:lo + size]
-                finite_rows(chunk, "points", first + lo)          # while the chunk is read from memory
-                for a, col in enumerate(cols):
-                    if in_place:
-                        call.set_input("P", a + 1, "idx", col, lo)     # level a + 1 holds coordinate a
-                    else:
+                if in_place:
+                    try:                   # set_input checks each column's window for NaN / inf
+                        for a, col in enumerate(cols):
+                            call.set_input("P", a + 1, "idx", col, lo)     # level a + 1 holds coordinate a
+                    except FormatError:
+                        finite_rows(chunk, "points", first + lo)      # the first bad element, by row
+                        raise
+                else:
+                    finite_rows(chunk, "points", first + lo)          # while the chunk is read from memory
+                    for a, col in enumerate(cols):
                         col[:] = chunk[:, a]
             # the kernel writes rows lo .. lo + size - 1 in place; they are still np.zeros' zeros
             call.set_output(out, lo, zeroed=True)

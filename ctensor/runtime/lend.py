@@ -13,6 +13,7 @@ attribute reads: cheap enough to lend a chunk's rows of a larger array per call)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,3 +133,20 @@ def check_input(tensor, depth: int, attr: str, array) -> int:
         raise FormatError(f"array: expected a 1-D C-contiguous aligned array, got shape {array.shape} with "
                           f"strides {array.strides}")
     return array.ctypes.data
+
+
+def check_window(array: np.ndarray, start: int, n: int, finite: bool) -> None:
+    """FormatError naming the first NaN of array[start:start + n], or its first ±inf when `finite`
+    (the buffer it replaces held none).  One pass when the window is finite: a sum of finite
+    values is finite unless it overflows, which the element test then clears."""
+    window = array[start:start + n]
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(np.add.reduce(window))
+    if math.isfinite(total):
+        return
+    bad = np.flatnonzero(~np.isfinite(window) if finite else np.isnan(window))
+    if bad.size:
+        i = int(bad[0])
+        raise FormatError(f"array[{start + i}] = {window[i].item()!r} is not "
+                          f"{'finite' if finite else 'a number'} (the buffer it replaces holds "
+                          f"{'finite values only' if finite else 'no NaN'})")

@@ -12,7 +12,7 @@ from ..errors import InvalidProgramError, KernelError
 from ..formats.tensor import Tensor
 from ..ir import nodes as ir
 from .buffers import borrow_array, free
-from .lend import check_input, check_lent, check_row, input_slot, lend_plan
+from .lend import check_input, check_lent, check_row, check_window, input_slot, lend_plan
 from .merge_output import unmergeable
 
 
@@ -137,22 +137,29 @@ class PackedCall:
         `set_input` of that buffer or `release`; same array again checks only the range.
 
         Only float buffers (real coordinates and values), which the kernel never uses as an
-        index, so no value makes it read outside a buffer; like rewriting a buffer in place
-        between runs, the level's other facts (finite, sorted where the level sorts) are the
-        caller's to keep.  `array`: 1-D, C-contiguous, aligned, of the packed buffer's dtype.
+        index; the window is checked to hold no NaN, and no ±inf where the packed buffer held
+        none (the code may be specialised for finite data: `formats.level.Facts`, and a float
+        turned into a cell index must be a number).  Like rewriting a buffer in place between
+        runs, the level's ordering (sorted where the level sorts) is the caller's to keep.
+        `array`: 1-D, C-contiguous, aligned, of the packed buffer's dtype.
 
         Raises TypeError (no such float input buffer of this kernel, `array` not a numpy array
         or of another dtype, `start` not an int) or FormatError (not 1-D / contiguous / aligned,
-        or [start, start + n) not inside `array`), naming the argument.
+        [start, start + n) not inside `array`, or a NaN / an infinity in it, with its index),
+        naming the argument.
         """
         key = (name, depth, attr)
         got = self._inputs.get(key)
         if got is None or got[2] is not array:
             slot, n = input_slot(self.kernel, self.tensors, name, depth, attr)
             packed = got[4] if got else int(self.block[slot])
-            got = self._inputs[key] = (slot, n, array, check_input(self.tensors[name], depth, attr, array), packed)
-        slot, n, _, address, _ = got
-        self.block[slot] = address + check_row((n,), array, start, "start")
+            finite = got[5] if got else bool(np.isfinite(getattr(self.tensors[name].levels()[depth], attr)).all())
+            got = self._inputs[key] = (slot, n, array, check_input(self.tensors[name], depth, attr, array), packed,
+                                       finite)
+        slot, n, _, address, _, finite = got
+        offset = check_row((n,), array, start, "start")
+        check_window(array, start, n, finite)
+        self.block[slot] = address + offset
 
     def _unlend(self):
         if self._lent_keys:
@@ -192,7 +199,7 @@ class PackedCall:
         output array (`set_output`) to its owner."""
         self._views = {}
         self._unlend()
-        for slot, _, _, _, packed in self._inputs.values():
+        for slot, _, _, _, packed, _ in self._inputs.values():
             self.block[slot] = packed      # a run after release reads the packed buffers again
         self._inputs = {}
         _free_cells(self.cells)

@@ -46,6 +46,8 @@ __all__ = ["STRIP", "fission_guards"]
 
 STRIP = 32          # iterations per strip: a few vectors of every width, scratch in L1
 LANES = 8           # phase 1's trip count is padded to a multiple of this (`_lanes`): 8 f64 per AVX-512 vector
+# the padded trip count of a strip stays within its STRIP scratch slots only if LANES divides STRIP
+assert STRIP % LANES == 0, "guard_fission: STRIP must be a multiple of LANES (phase 1 writes padded slots)"
 SKIP, RUN, EXIT = 0, 1, 2   # outcome of an iteration's prefix: guard false, guard true, an exit fired
 _SLOW = {"sqrt", "exp", "log"}
 # names of new variables: numbered from 0 in each `fission_guards` call (per thread), so that the

@@ -116,7 +116,9 @@ def compile(text: str, *, semiring=None, order=None, out=None, assume_valid=Fals
         CTENSOR_PROVE_GUARDS is 0.  Results never depend on it; only the generated code does.
     **tensors : ct.Tensor arguments, named numeric scalars and named user measures (ct.Measure).
 
-    Returns a `Kernel`, reusable for any tensors of the same formats.
+    Returns a `Kernel`, reusable for any tensors of the same formats.  A large kernel is returned at
+    a first tier while its optimised code compiles in the background (`ctensor.driver.tiering`:
+    same results, `Kernel.wait_optimized` / `ct.wait_optimized` wait for it).
 
     Raises InvalidProgramError (malformed program, or invalid under continuous paper §4.3 — see
     `ctensor.analysis.validity` — with the offending access and a counterexample), ValidityUnknown

@@ -261,7 +261,7 @@ def extras(runs):
         env = _env(CTENSOR_CACHE_DIR=d)
         code = ("import numpy as np, ctensor\nfrom ctensor.apps import spatial\n"
                 "ix = spatial.index(np.random.default_rng(0).uniform(0, 100, (2000, 2)))\n"
-                "ix.box([10, 10], [20, 20]); print(ix.kernels['box'].compiled.name)")
+                "ix.box([10, 10], [20, 20]); k = ix.kernels['box']; k.wait_optimized(); print(k.compiled.name)")
         o = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
         symbol = o.stdout.split()[-1]
         times = []

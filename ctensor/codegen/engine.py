@@ -346,11 +346,11 @@ def get_engine() -> _Engine:
 def compile_function(fn, opt: int = 3, cache: bool = True, quick: bool = False) -> CompiledFunction:
     """Verify, emit, optimise (new pass manager, `opt` in 0..3) and JIT the IR function `fn`
     (`ctensor.ir.Function`).  `cache=False` bypasses the on-disk object cache (the in-process one
-    always applies).  `quick`: the first tier of a tiered compile (`driver.tiering`): the light
-    passes and the O0 code generator (`QUICK_TIER`, a few times faster to make, 1.2-2x slower to
-    run), never cached on disk, its packed entry forwarding to the code `CompiledFunction.forward_to`
-    names.  Raises ValueError for an `opt` outside 0..3, `ctensor.ir.IRError` for IR the verifier
-    rejects."""
+    always applies).  `quick`: the first tier of a tiered compile (`driver.tiering`): SROA and CFG
+    simplification (`QUICK_PASSES`) and the O0 code generator (`QUICK_TIER`: 3-8x faster to make
+    than O3, 1.2-4x slower to run), never cached on disk, its packed entry forwarding to the code
+    `CompiledFunction.forward_to` names.  Raises ValueError for an `opt` outside 0..3,
+    `ctensor.ir.IRError` for IR the verifier rejects."""
     if opt not in (0, 1, 2, 3):
         raise ValueError(f"opt must be 0..3, got {opt!r}")
     engine = get_engine()

@@ -10,12 +10,12 @@ the guard prover stops (`GuardProver.cut`: later guards are kept as emitted).  T
 
 * a kernel whose IR stayed small is compiled as before, at O3: one lowering, every proof done;
 * a larger one (statements × loops of its IR > `work_threshold()`, and ≤ `MAX_WORK` if its proofs
-  were not cut) is compiled at once at the first tier (`codegen.engine.compile_function(quick=True)`:
-  light passes, O0 code generation; it runs 1.3-3x slower) and returned, while a background
+  were not cut) is compiled at once at the first tier (`engine.compile_function(quick=True)`: SROA,
+  CFG simplification, O0 code generation; it runs 1.2-4x slower) and returned, while a background
   thread (`upgrade`) lowers it again with every proof (when some were cut) and compiles it at O3.
   When that is done the kernel is promoted (`Kernel._promote`): the first tier's packed entry
   forwards to the optimised one (`CompiledFunction.forward_to`), so every caller that holds its
-  address — the native runner, a spatial entry, numba code — runs the optimised code from its next
+  address (the native runner, a spatial entry, numba code) runs the optimised code from its next
   call, and the optimised kernel, not the first tier, goes to the disk cache.  Beyond `MAX_WORK`
   the optimised code takes a light size tier anyway (`codegen.tiers`), as fast to make as a first
   tier.

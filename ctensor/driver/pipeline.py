@@ -234,16 +234,8 @@ def _compile(text, kwargs, options, on_final=None) -> Kernel:
 
 def statements(fn) -> int:
     """The number of IR statements of a function, nested ones included (its size before LLVM)."""
-    from ..ir import nodes as ir
-    n, todo = 0, [fn.body]
-    while todo:
-        for s in todo.pop():
-            n += 1
-            if isinstance(s, ir.If):
-                todo += [s.then, s.orelse]
-            elif isinstance(s, (ir.While, ir.For)):
-                todo.append(s.body)
-    return n
+    from .tiering import size
+    return size(fn)[0]
 
 
 def output_format(es, plan, out) -> Level | None:

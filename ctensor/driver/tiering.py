@@ -60,9 +60,8 @@ def work_threshold() -> int:
         return WORK_THRESHOLD
 
 
-def work(fn: ir.Function) -> int:
-    """Statements × loops of an IR function, nested ones included: the LLVM pipeline's cost grows
-    like it (`codegen.tiers`)."""
+def size(fn: ir.Function) -> tuple:
+    """(statements, loops) of an IR function, nested ones included: its size before LLVM."""
     n, loops, todo = 0, 0, [fn.body]
     while todo:
         for s in todo.pop():
@@ -72,6 +71,12 @@ def work(fn: ir.Function) -> int:
             elif isinstance(s, (ir.While, ir.For)):
                 loops += 1
                 todo.append(s.body)
+    return n, loops
+
+
+def work(fn: ir.Function) -> int:
+    """Statements × loops of an IR function: the LLVM pipeline's cost grows like it (`codegen.tiers`)."""
+    n, loops = size(fn)
     return n * max(loops, 1)
 
 

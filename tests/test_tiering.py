@@ -7,6 +7,7 @@ at the first tier for certain.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -97,6 +98,8 @@ def test_the_first_tier_entry_forwards_to_the_optimised_code(every_kernel_tiered
     want = call.finish(0)
     held.release()
     assert k.compiled is not first and first.forward_address
+    # the first tier's slot holds the optimised entry (the result alone cannot tell: both compute it)
+    assert ctypes.c_void_p.from_address(first.forward_address).value == k.compiled.packed_address
     call = k.pack(A=A, B=B)
     assert first.packed(call.address) == 0          # the old address, now the optimised code
     assert call.finish(0) == want

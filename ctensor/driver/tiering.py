@@ -81,8 +81,9 @@ def work(fn: ir.Function) -> int:
 
 
 def first_tier(fn: ir.Function) -> bool:
-    """Should `fn` be compiled at the first tier, its optimised code following in the background?"""
-    return enabled() and work_threshold() < work(fn) <= MAX_WORK
+    """Should `fn` (a kernel whose proofs were not cut) be compiled at the first tier, its optimised
+    code following in the background?  The caller checks `enabled()`."""
+    return work_threshold() < work(fn) <= MAX_WORK
 
 
 def upgrade(kernel, build, on_final=None) -> None:

@@ -5,6 +5,7 @@ the packed entry point), or a Dense output written straight into the caller's ar
 from __future__ import annotations
 
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 
@@ -150,16 +151,16 @@ class PackedCall:
         """
         key = (name, depth, attr)
         got = self._inputs.get(key)
-        if got is None or got[2] is not array:
-            slot, n = input_slot(self.kernel, self.tensors, name, depth, attr)
-            packed = got[4] if got else int(self.block[slot])
-            finite = got[5] if got else bool(np.isfinite(getattr(self.tensors[name].levels()[depth], attr)).all())
-            got = self._inputs[key] = (slot, n, array, check_input(self.tensors[name], depth, attr, array), packed,
-                                       finite)
-        slot, n, _, address, _, finite = got
-        offset = check_row((n,), array, start, "start")
-        check_window(array, start, n, finite)
-        self.block[slot] = address + offset
+        if got is None or got.array is not array:
+            if got is None:
+                slot, n = input_slot(self.kernel, self.tensors, name, depth, attr)
+                finite = bool(np.isfinite(getattr(self.tensors[name].levels()[depth], attr)).all())
+                got = _Rebound(slot, n, None, 0, int(self.block[slot]), finite)
+            got = self._inputs[key] = got._replace(array=array,
+                                                   address=check_input(self.tensors[name], depth, attr, array))
+        offset = check_row((got.n,), array, start, "start")
+        check_window(array, start, got.n, got.finite)
+        self.block[got.slot] = got.address + offset
 
     def _unlend(self):
         if self._lent_keys:
@@ -199,8 +200,8 @@ class PackedCall:
         output array (`set_output`) to its owner."""
         self._views = {}
         self._unlend()
-        for slot, _, _, _, packed, _ in self._inputs.values():
-            self.block[slot] = packed      # a run after release reads the packed buffers again
+        for got in self._inputs.values():
+            self.block[got.slot] = got.packed      # a run after release reads the packed buffers again
         self._inputs = {}
         _free_cells(self.cells)
 
@@ -218,6 +219,17 @@ class PackedCall:
             return Tensor.frozen(k._rebuild(self.tensors, self.cells), k.es.out)
         finally:
             self.release()
+
+
+class _Rebound(NamedTuple):
+    """An input buffer `set_input` rebound: its block slot and length, the array read now and its
+    address, the packed buffer's address (restored by `release`), whether that held only finite values."""
+    slot: int
+    n: int
+    array: object
+    address: int
+    packed: int
+    finite: bool
 
 
 def _free_cells(cells, lent=()):

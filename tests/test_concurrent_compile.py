@@ -91,12 +91,16 @@ def _run(env, timeout=120):
     return json.loads(o.stdout)
 
 
-@pytest.mark.parametrize("cache", ["off", "disk"])
+@pytest.mark.parametrize("cache", ["off", "disk", "tiered"])
 def test_ten_programs_on_six_threads(tmp_path, cache):
     """Four runs per cache state (before the fix about one run in four crashed or hung), each a fresh process: no crash, no hang at exit (timeout), no
     error, and every thread's results equal the serial ones.  With a disk cache, the first run
-    fills it (cold) and the next three load from it (warm)."""
-    env = dict(os.environ, CTENSOR_CACHE_DIR="off" if cache == "off" else str(tmp_path / "objcache"))
+    fills it (cold) and the next three load from it (warm).  "tiered": every kernel is compiled at
+    the first tier and upgraded in the background, so the threads' LLVM pipelines and code
+    generations (run outside llvmlite's lock, `engine._unlocked`) overlap with the upgrades'."""
+    env = dict(os.environ, CTENSOR_CACHE_DIR="off" if cache != "disk" else str(tmp_path / "objcache"))
+    if cache == "tiered":
+        env.update(CTENSOR_TIERED="1", CTENSOR_TIER_WORK="0")
     for _ in range(4):
         got = _run(env)
         assert got["errors"] == [] and got["same"], got

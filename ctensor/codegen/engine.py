@@ -3,7 +3,11 @@
 Pitfalls this module is shaped around (reference/anchors-and-llvmlite.md §4):
 * never call ``llvm.initialize()`` (it raises since llvmlite 0.45);
 * a TargetMachine handed to an engine is owned (and freed) by it, so the engine gets its own and
-  the optimiser uses a second one;
+  the optimiser and code generators borrow others from a pool (one thread at a time each);
+* llvmlite takes one process-wide lock around every call into LLVM; each compile parses its module
+  into an LLVM context of its own and runs the two long calls (the pass pipeline, the code
+  generation) without that lock (`_unlocked`), taking the engine's lock only to add the object
+  code: compiles in several threads, and a tiered kernel's background upgrade, overlap;
 * the bundled LLVM aborts the process on invalid IR, so every module is verified (our verifier in
   `emit_module`, then ``mod.verify()``) before any pass runs;
 * the engine is created once, from an empty module, and lives as long as the process, because
@@ -27,6 +31,10 @@ libllvmlite): the engine, and llvmlite with it, is created by the first compile 
 (`library`, in the background), and `load_compiled` / `compile_llvm` load an entry's library with
 ``dlopen`` (~0.3 ms) when it has one; MCJIT (~1.5 ms, ~20 ms with the import) only when not.
 
+Object code.  Every tier's object is made by a borrowed target machine (the O tiers' at O3, as
+MCJIT's own would) and added with ``add_object_file``, as a disk hit or `load` adds one; the engine
+holds no LLVM module.
+
 Size tiers.  O3's loop passes (LoopVectorize, LoopRotate, LICM...) each revisit the function once
 per loop, so its time grows like lines × loops: a kernel of 10k lines and 200 loops (2e6, the
 largest in the test suite) compiles in ~1.5 s, 49k lines and 440 loops (2e7) in 10 s, 94k lines
@@ -37,13 +45,14 @@ two: 2 s and 5 s), and one beyond `HUGE_MODULE` an O0 code generator (fast instr
 < 1 s there): its code runs 2–7× slower (the spatial box kernel forced into the light tiers),
 its compile time stays bounded.  The O1 code generator grows too: 13 s for a fuzzed kernel of
 175k lines and 313 loops (5.5e7), 3.9 s for all of its optimisation with O0 (so `HUGE_MODULE`
-is 2e7, not the 4e8 it was).  The object is made here and handed to MCJIT through the object
-cache hook, as a disk hit is.  `CompiledFunction.tier` says which path a function took;
+is 2e7, not the 4e8 it was).  `CompiledFunction.tier` says which path a function took;
 `CTENSOR_LARGE_MODULE` / `CTENSOR_HUGE_MODULE` in the environment move the thresholds (read at
 each compile).
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import dataclasses
 import itertools
 import re
@@ -70,50 +79,49 @@ class _Engine:
         self.target = llvm.Target.from_default_triple()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self._tm_opt = None                     # the pass builder's, made by the first compile
-        self.tm_codegen: dict = {}              # the light tiers' code generators, made on first use
+        # target machines by code generation level, each used by one compile at a time (LLVM's
+        # TargetMachine is not thread-safe), made on first use
+        self._machines: dict[int, list] = {}
+        self._machines_lock = threading.Lock()
         self.ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self._machine(3))  # owns its tm
         self.triple = self.target.triple
         self.data_layout = str(self.ee.target_data)
-        self.ee.set_object_cache(self._notify, self._getbuffer)
+        # guards the engine and the tables below; the optimiser and code generator run outside it,
+        # each compile in an LLVM context of its own, so compiles (a tiered kernel's background
+        # upgrade and the next kernel's first tier) overlap
         self.lock = threading.RLock()
         # symbol -> result, held weakly: a dropped kernel's IR text goes with it (its code stays)
         self.compiled = weakref.WeakValueDictionary()
         self.modules: dict[str, tuple] = {}     # symbol -> compile_llvm result
         self.resident: dict[str, str] = {}      # symbol whose code is in the engine -> its tier
         self.loaded_ir: dict = {}               # symbol -> lazy IR reader, for objects `load` added
-        self.cache_dir = None                   # set per compile (env may change in tests)
-        self.hits: dict[str, bytes] = {}        # module name -> object code to hand to MCJIT
-        self.current = None                     # (symbol, tier, .ll digest) being compiled
         self.first_tiers = itertools.count()    # serials making each first tier's symbol its own
-
-    @property
-    def tm_opt(self):
-        if self._tm_opt is None:
-            self._tm_opt = self._machine(3)
-        return self._tm_opt
 
     def _machine(self, opt):
         return self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt, jit=True)
 
-    # -------------------------------------------------------- object cache callbacks
-    def _getbuffer(self, module):
-        return self.hits.pop(module.name, None)
+    @contextlib.contextmanager
+    def _borrowed(self, opt: int):
+        """A target machine of code generation level `opt` for this thread alone while it is held."""
+        with self._machines_lock:
+            pool = self._machines.setdefault(opt, [])
+            tm = pool.pop() if pool else None
+        tm = tm or self._machine(opt)
+        try:
+            yield tm
+        finally:
+            with self._machines_lock:
+                pool.append(tm)
 
-    def _notify(self, module, buf: bytes):
-        if self.cache_dir is None or self.current is None or module.name != self.current[0]:
-            return  # e.g. the engine's initial empty module
-        objcache.write_object(self.cache_dir, *self.current[:2], buf, self.current[2])
-        library.link(self.cache_dir, *self.current[:2], buf, self.current[2])
-
-    def _read_cached(self, symbol: str):
+    @staticmethod
+    def _read_cached(cache_dir, symbol: str):
         """(object code, optimised IR) from the disk cache, or None if absent or damaged."""
-        if self.cache_dir is None:
+        if cache_dir is None:
             return None
-        got = objcache.read_object(self.cache_dir, symbol)
+        got = objcache.read_object(cache_dir, symbol)
         if got is None:
             return None
-        llvm_ir = objcache.read_ir(self.cache_dir, symbol, got[2])
+        llvm_ir = objcache.read_ir(cache_dir, symbol, got[2])
         return None if llvm_ir is None else (got[0], llvm_ir)
 
     # -------------------------------------------------------- compile
@@ -127,8 +135,8 @@ class _Engine:
             text += f"; first tier {next(self.first_tiers)}\n"
         tier = QUICK_TIER if quick else _tier(text, opt)
         symbol = self._symbol(text, base, tier)
-        if symbol in self.compiled:
-            prev = self.compiled[symbol]
+        prev = self.compiled.get(symbol)
+        if prev is not None:
             secs = {"emit": time.perf_counter() - t0, "optimize": 0.0, "jit": 0.0}
             return dataclasses.replace(prev, compile_seconds=secs, source="memory")
         names = (base, base + "_packed") + ((base + "_next",) if quick else ())
@@ -142,8 +150,8 @@ class _Engine:
             unoptimized_ir=unoptimized, compile_seconds=secs,
             packed=PACKED_CFUNC(packed_address), source=source, tier=tier,
             forward_address=addresses[2] if quick else 0)
-        self.compiled[symbol] = result
-        return result
+        with self.lock:     # a concurrent compile of the same symbol may have come first
+            return self.compiled.setdefault(symbol, result)
 
     def compile_llvm(self, text: str, base: str, names, opt: int, use_cache: bool) -> tuple:
         """JIT a hand-built LLVM module (textual IR defining the functions `names`, which must start
@@ -152,10 +160,12 @@ class _Engine:
         t0 = time.perf_counter()
         tier = _tier(text, opt)
         symbol = self._symbol(text, base, tier)
-        if symbol not in self.modules:
+        got = self.modules.get(symbol)
+        if got is None:
             addresses, llvm_ir, *_ = self._jit(text, symbol, tuple(names), tier, use_cache, t0)
-            self.modules[symbol] = (addresses, llvm_ir)
-        return self.modules[symbol]
+            with self.lock:
+                got = self.modules.setdefault(symbol, (addresses, llvm_ir))
+        return got
 
     def load(self, symbol: str) -> CompiledFunction | None:
         """`load_compiled` under the engine lock."""
@@ -204,63 +214,70 @@ class _Engine:
         return symbol_of(text, base, tier)
 
     def _optimize(self, mod, tier: str):
-        """Run the tier's pipeline on `mod`."""
-        if tier[0] == "O":
-            pto = llvm.create_pipeline_tuning_options(speed_level=int(tier[1]))
-            pb = llvm.create_pass_builder(self.tm_opt, pto)
-            pb.getModulePassManager().run(mod, pb)
-            return
-        pb = llvm.create_pass_builder(self.tm_opt, llvm.create_pipeline_tuning_options(speed_level=0))
-        mpm = llvm.create_new_module_pass_manager()
-        for name in QUICK_PASSES if tier == QUICK_TIER else LIGHT_PASSES:
-            getattr(mpm, f"add_{name}_pass")()
-        mpm.run(mod, pb)
+        """Run the tier's pipeline on `mod` (a module of a context of this thread's)."""
+        with self._borrowed(3) as tm:
+            if tier[0] == "O":
+                pto = llvm.create_pipeline_tuning_options(speed_level=int(tier[1]))
+                pb = llvm.create_pass_builder(tm, pto)
+                mpm = pb.getModulePassManager()
+            else:
+                pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
+                mpm = llvm.create_new_module_pass_manager()
+                for name in QUICK_PASSES if tier == QUICK_TIER else LIGHT_PASSES:
+                    getattr(mpm, f"add_{name}_pass")()
+            _unlocked("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
 
-    def _codegen_machine(self, opt: int):
-        if opt not in self.tm_codegen:
-            self.tm_codegen[opt] = self._machine(opt)
-        return self.tm_codegen[opt]
+    @staticmethod
+    def _emit_object(tm, mod) -> bytes:
+        """`tm.emit_object(mod)`, its code generation outside llvmlite's lock (`_unlocked`)."""
+        from llvmlite.binding import ffi
+        with ffi.OutputString() as err:
+            buf = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+            if not buf:
+                raise RuntimeError(str(err))
+        try:
+            return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buf), ffi.lib.LLVMPY_GetBufferSize(buf))
+        finally:
+            ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
 
     def _jit(self, text, symbol, names, tier, use_cache, t0):
         """Rename `names` (each starting with the module's base name) after `symbol`, verify,
-        optimise (or fetch from the disk cache) and add to the engine: (addresses, optimised IR,
-        unoptimised IR, seconds, source)."""
+        optimise and generate code (or fetch the object from the disk cache) outside the engine
+        lock, then add the object to the engine under it: (addresses, optimised IR, unoptimised IR,
+        seconds, source)."""
         base = names[0]
         # both emitters (llvm_emit, llvmlite's printer) quote every global reference, so renaming
         # the functions is exact
         unoptimized = text
         for name in names:
             unoptimized = unoptimized.replace(f'@"{name}"', f'@"{symbol}{name[len(base):]}"')
-        mod = self._parse(unoptimized, symbol)
         t1 = time.perf_counter()
-        self.cache_dir = objcache.cache_dir() if use_cache else None
-        cached = None if symbol in self.resident else self._read_cached(symbol)
-        if symbol in self.resident:                   # loaded by `load` (another caller's entry)
-            llvm_ir = None
-        elif cached is not None:
-            self.hits[symbol], llvm_ir = cached
-            if not library.present(self.cache_dir, symbol):     # an entry without its library
-                library.link(self.cache_dir, symbol, tier, cached[0], objcache.digest(llvm_ir.encode()))
-        else:
-            llvm_ir = self._make_object(mod, symbol, tier)
+        cache_dir = objcache.cache_dir() if use_cache else None
+        resident = symbol in self.resident            # loaded by `load` (another caller's entry)
+        cached = None if resident else self._read_cached(cache_dir, symbol)
+        obj = llvm_ir = None
+        if cached is not None:
+            obj, llvm_ir = cached
+            if not library.present(cache_dir, symbol):      # an entry without its library
+                library.link(cache_dir, symbol, tier, obj, objcache.digest(llvm_ir.encode()))
+        elif not resident:
+            obj, llvm_ir = self._make_object(unoptimized, symbol, tier, cache_dir)
         t2 = time.perf_counter()
-        if symbol not in self.resident:
-            self._add(mod, symbol, tier)
-        addresses = tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
+        try:
+            addresses = self._add(obj, symbol, tier, names)
+        except Exception:
+            if cached is None:
+                raise
+            addresses = (0,) * len(names)             # llvmlite refused the cached bytes: damaged
         if not all(addresses) and cached is not None:
             # a verified entry that does not define what its header names (forged, or a bug):
-            # drop it and compile afresh under the same name
-            self.ee.remove_module(mod)
-            self.resident.pop(symbol, None)
-            mod = self._parse(unoptimized, symbol)
-            llvm_ir, cached = self._make_object(mod, symbol, tier), None
-            self._add(mod, symbol, tier)
-            addresses = tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
+            # compile afresh under the same name (the stray object's symbols are not ours)
+            obj, llvm_ir = self._make_object(unoptimized, symbol, tier, cache_dir)
+            cached = None
+            addresses = self._add(obj, symbol, tier, names, force=True)
         t3 = time.perf_counter()
         if not all(addresses):
             raise RuntimeError(f"JIT did not produce {symbol}")
-        if symbol in self.resident and mod is not None:
-            self._release(mod)
         if llvm_ir is None:     # resident code: its IR as `load` kept it, or optimised again on demand
             llvm_ir = self.loaded_ir.get(symbol) or (lambda: self._reoptimized(unoptimized, symbol, tier))
         secs = {"emit": t1 - t0, "optimize": t2 - t1, "jit": t3 - t2}
@@ -269,60 +286,63 @@ class _Engine:
     def _reoptimized(self, text, symbol, tier) -> str:
         """The optimised IR of resident code whose first `CompiledFunction` is gone (`compiled`
         holds them weakly): the same pipeline on a fresh parse, not added to the engine."""
-        with self.lock:
-            mod = self._parse(text, symbol)
-            self._optimize(mod, tier)
-            out = str(mod)
-            mod.close()
-            return out
-
-    def _release(self, mod):
-        """Free the LLVM IR of a module whose object code is loaded: MCJIT keeps the module after
-        finalizing it, and the code (in the engine's memory manager, found by symbol through the
-        loaded objects) does not need it."""
-        try:
-            self.ee.remove_module(mod)
-        except Exception:
-            pass
+        mod = self._parse(text, symbol)
+        self._optimize(mod, tier)
+        out = str(mod)
         mod.close()
+        return out
 
     def _parse(self, text, symbol):
-        mod = llvm.parse_assembly(text)
+        """`text` parsed into an LLVM context of its own (no other thread touches it) and verified."""
+        mod = llvm.parse_assembly(text, context=llvm.create_context())
         mod.verify()                                  # before any pass: LLVM aborts on bad IR
         mod.name, mod.triple, mod.data_layout = symbol, self.triple, self.data_layout
         return mod
 
-    def _make_object(self, mod, symbol, tier) -> str:
-        """Optimise `mod` (the tier's pipeline) and write its IR to the disk cache; a light tier's
-        object code is made here too (its own code generator) and queued for MCJIT.  Returns the
-        optimised IR."""
-        self._optimize(mod, tier)
-        llvm_ir = str(mod)
-        # a light tier's object comes from its own target machine (after the IR is printed: code
-        # generation rewrites the module); the O tiers' from MCJIT's
-        obj = None if tier[0] == "O" else self._codegen_machine(int(tier[-1])).emit_object(mod)
-        digest = objcache.digest(llvm_ir.encode())
-        if self.cache_dir is not None:                # .ll first: .o (which names its digest) after
-            digest = objcache.write_ir(self.cache_dir, symbol, llvm_ir)
-        self.current = (symbol, tier, digest)
-        if obj is not None:                           # MCJIT takes it through `_getbuffer`, as a disk hit
-            self.hits[symbol] = obj
-            if self.cache_dir is not None:
-                objcache.write_object(self.cache_dir, symbol, tier, obj, digest)
-                library.link(self.cache_dir, symbol, tier, obj, digest)
-        return llvm_ir
-
-    def _add(self, mod, symbol, tier):
+    def _make_object(self, text, symbol, tier, cache_dir) -> tuple:
+        """Parse, verify and optimise `text` (the tier's pipeline) and generate its object code
+        (the O tiers with an O3 code generator, the light ones with their own), writing both to the
+        disk cache: (object code, optimised IR)."""
+        mod = self._parse(text, symbol)
         try:
-            self.ee.add_module(mod)
-            self.ee.finalize_object()
+            self._optimize(mod, tier)
+            llvm_ir = str(mod)          # before code generation, which rewrites the module
+            with self._borrowed(3 if tier[0] == "O" else int(tier[-1])) as tm:
+                obj = self._emit_object(tm, mod)
         finally:
-            self.hits.pop(symbol, None)
-            self.current = None
-        self.resident[symbol] = tier
+            mod.close()
+        digest = objcache.digest(llvm_ir.encode())
+        if cache_dir is not None:                     # .ll first: .o (which names its digest) after
+            digest = objcache.write_ir(cache_dir, symbol, llvm_ir)
+            objcache.write_object(cache_dir, symbol, tier, obj, digest)
+            library.link(cache_dir, symbol, tier, obj, digest)
+        return obj, llvm_ir
+
+    def _add(self, obj, symbol, tier, names, force=False) -> tuple:
+        """Under the engine lock: add the object code `obj` (unless the symbol's code is resident
+        already, from a concurrent compile or `load`, and not `force`) and return the addresses of
+        `names`."""
+        base = names[0]
+        with self.lock:
+            if obj is not None and (force or symbol not in self.resident):
+                self.ee.add_object_file(llvm.ObjectFileRef.from_data(obj))
+                self.resident[symbol] = tier
+            return tuple(self.ee.get_function_address(symbol + n[len(base):]) for n in names)
 
 
 _cache_dir = objcache.cache_dir     # the name `driver.kernel_store` imports
+
+
+def _unlocked(name: str):
+    """The llvmlite C function `name` without llvmlite's process-wide lock.  llvmlite serialises every
+    call into LLVM with one lock (`ffi.lib`), held for the whole of an O3 pipeline or a code
+    generation (0.1-1 s), so a tiered kernel's background upgrade would stall every other compile.
+    A compile's module lives in an LLVM context of its own and its target machine is borrowed by
+    one thread (`_Engine._borrowed`): these calls share no LLVM state with other threads, which LLVM
+    allows.  (Falls back to the locked call if llvmlite changes its wrapper.)"""
+    from llvmlite.binding import ffi
+    fn = getattr(ffi.lib, name)
+    return getattr(fn, "_cfn", fn)
 
 
 def _sanitize(name: str) -> str:
@@ -353,9 +373,8 @@ def compile_function(fn, opt: int = 3, cache: bool = True, quick: bool = False) 
     `ctensor.ir.IRError` for IR the verifier rejects."""
     if opt not in (0, 1, 2, 3):
         raise ValueError(f"opt must be 0..3, got {opt!r}")
-    engine = get_engine()
-    with engine.lock:   # LLVM's global context and the engine are not thread-safe
-        return engine.compile(fn, opt, cache, quick)
+    # the engine takes its lock only to add code: compiles in several threads overlap
+    return get_engine().compile(fn, opt, cache, quick)
 
 
 def compile_llvm(text: str, base: str, names, opt: int = 3, cache: bool = True) -> tuple:
@@ -371,9 +390,7 @@ def compile_llvm(text: str, base: str, names, opt: int = 3, cache: bool = True) 
         llvm_ir = got and objcache.read_ir(got[3], symbol, got[2])
         if llvm_ir is not None:
             return got[0], llvm_ir
-    engine = get_engine()
-    with engine.lock:
-        return engine.compile_llvm(text, base, names, opt, cache)
+    return get_engine().compile_llvm(text, base, names, opt, cache)
 
 
 __all__ = ["compile_function", "compile_llvm", "load_compiled", "CompiledFunction", "get_engine", "PACKED_CFUNC",

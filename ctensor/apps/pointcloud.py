@@ -97,12 +97,16 @@ class CloudIndex:
             shape = [max(1, s // 2) for s in shape]
         self.edges = grid_edges(cols, tuple(shape)) if n else [np.array([0.0, 1.0])] * 3
         cells = grid_cells(cols, self.edges) if n else np.zeros(0, np.int64)
-        order = grid_order(cols, cells) if n else np.zeros(0, np.int64)
+        order = grid_order(cols, cells, self.edges) if n else np.zeros(0, np.int64)
         self.perm = order
-        # rows gathered by np.take (3-4x faster than fancy indexing on the first axis)
+        # rows gathered by np.take (3-4x faster than fancy indexing on the first axis).  Not
+        # validated again (`validate=False`): the coordinates are finite (`coords_arg`), every
+        # point's cell was checked against the stored edges by `grid_cells`, and the levels are
+        # built sorted by (cell, x, y, z, rank) -- the checks `UniformGrid.validate` would redo
+        # (0.33 ms of a 0.8 ms build at 10k points)
         self.tensor = Tensor(grid_point_levels(np.take(pts, order, axis=0), np.arange(n, dtype=np.int64), n,
                                                cells[order], self.edges),
-                             name="points", owned=True)
+                             name="points", validate=False)
         self.n = n
 
     def query_order(self, q: np.ndarray) -> np.ndarray:

@@ -228,18 +228,22 @@ def points(coords, grid=None) -> Tensor:
         return Tensor(point_levels(c[order], order.astype(np.int64), n), name="points", owned=True)
     edges = grid_edges(c, grid)
     cell = grid_cells(c, edges)
-    order = grid_order(c, cell)
+    order = grid_order(c, cell, edges)
+    # not validated again: coordinates finite (checked above), each point's cell checked against
+    # the edges by `grid_cells`, rows sorted by (cell, coordinates, id)
     return Tensor(grid_point_levels(c[order], order.astype(np.int64), n, cell[order], edges), name="points",
-                  owned=True)
+                  validate=False)
 
 
-def grid_order(c: np.ndarray, cell: np.ndarray) -> np.ndarray:
-    """The permutation sorting points by (cell, x0, x1, ..., row): a sort by x0, then a stable sort
-    by cell (4x faster than one lexsort of all keys).  The first sort need not be stable: where
-    two rows share x0 it is redone as a lexsort of every coordinate, stable, so that rows with
-    equal coordinates keep their order (the ids of one fiber sorted).  A cell number that fits in
-    int16 is sorted as int16, which numpy's stable sort does by radix (O(n)).  `c` may be in
-    either memory order (a Fortran-ordered `c` reads each axis contiguously)."""
+def grid_order(c: np.ndarray, cell: np.ndarray, edges: list | None = None) -> np.ndarray:
+    """The permutation sorting points by (cell, x0, x1, ..., row).  `c` may be in either memory
+    order (a Fortran-ordered `c` reads each axis contiguously).
+
+    With `edges`, the cell edges of the binned axes (`cell` numbered row-major over them, axis 0
+    outermost, as `grid_cells` does), the sort is a radix sort (`_radix_order`).  Without: a sort by
+    x0, then a stable sort by cell; ties in x0 redone as the stable lexsort of every coordinate."""
+    if edges is not None and len(cell) and int(cell.min()) >= 0:
+        return _radix_order(c, cell, edges)
     first = c[:, 0]
     order = np.argsort(first)
     if (np.diff(first[order]) == 0).any():
@@ -248,6 +252,53 @@ def grid_order(c: np.ndarray, cell: np.ndarray) -> np.ndarray:
     if len(key) and int(key.max()) < 2**15 and int(key.min()) >= 0:
         key = key.astype(np.int16)
     return order[np.argsort(key, kind="stable")]
+
+
+DIGIT = 15              # bits per radix pass: numpy's stable sort of int16 keys is a radix sort
+
+
+def _cell_ranks(x: np.ndarray, cell0: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """floor((x - e[k]) * 2**DIGIT / (e[k+1] - e[k])) clipped to [0, 2**DIGIT), x in its cell
+    k = cell0: non-decreasing in x within one cell (a subtraction of a constant, then a product by
+    a positive constant, each rounded to nearest: both monotone), so sorting by it sorts by x up to
+    equal ranks."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        t = (x - e[cell0]) * ((1 << DIGIT) / np.diff(e))[cell0]
+    # NaN (0 * inf: a cell too narrow or too wide for float64) becomes rank 0, which fmax gives,
+    # keeping the order monotone; inf clips to the top rank
+    np.minimum(np.fmax(t, 0.0, out=t), (1 << DIGIT) - 1, out=t)
+    return t.astype(np.int16)
+
+
+def _radix_order(c: np.ndarray, cell: np.ndarray, edges: list) -> np.ndarray:
+    """(cell, x0, x1, ..., row) order by least-significant-digit radix sort: x0's rank in its x0-cell
+    (`_cell_ranks`), then each DIGIT-bit digit of the cell number, every pass a stable int16 sort
+    (O(n); a comparison sort of 10k floats costs 0.33 ms, a pass 0.04 ms).  Rows that share (cell,
+    rank) with a neighbour are then re-sorted by every coordinate: a lexsort of those rows only
+    (rare, unless points repeat).  The stable passes keep rows of equal keys in row order."""
+    n, e0 = len(cell), edges[0]
+    inner = int(np.prod([len(e) - 1 for e in edges[1:]], dtype=np.int64))
+    cell0 = cell // inner                                   # the x0-cell of each point
+    rank = _cell_ranks(c[:, 0], cell0, e0)
+    order = np.argsort(rank, kind="stable")
+    top, shift = int(cell.max()), 0
+    while True:
+        digit = ((cell[order] >> shift) & ((1 << DIGIT) - 1)).astype(np.int16)
+        order = order[np.argsort(digit, kind="stable")]
+        shift += DIGIT
+        if top >> shift == 0:
+            break
+    cs, rs = cell[order], rank[order]
+    same = (cs[1:] == cs[:-1]) & (rs[1:] == rs[:-1])        # row k+1 ties row k on (cell, rank)
+    if same.any():
+        tied = np.zeros(n, bool)
+        tied[1:] |= same
+        tied[:-1] |= same
+        pos = np.flatnonzero(tied)
+        run = np.cumsum(np.concatenate([[True], ~same])[pos])   # a number per run of tied rows
+        rows = order[pos]                                   # each run in row order (stable passes)
+        order[pos] = rows[np.lexsort(tuple(c[rows, j] for j in reversed(range(c.shape[1]))) + (run,))]
+    return order
 
 
 def grid_point_levels(cs, ids, nids, cell, edges) -> Level:

@@ -31,19 +31,27 @@ def nearest(index, gs, ge, ties):
     finite = np.isfinite(dist)
     has = np.flatnonzero(finite)
     # every data interval within `dist` of the query overlaps the query widened by it, and none
-    # is nearer: the ties are exactly those pairs
-    d = dist[has]
+    # is nearer: the ties are exactly those pairs (no copies when every query has data)
+    every = len(has) == len(gs)
+    d, lo, hi = (dist, gs, ge) if every else (dist[has], gs[has], ge[has])
+    lo, hi = lo - d, hi + d
     if ties != "all" and not len(index._zero_at):
         # the first (last) tie is the least (greatest) j among the pairs (see below): one extremum
         # einsum over the same candidates (map_min / map_max of the value j), no pair list
         jv = np.arange(index.n, dtype=np.float64)
-        j = map_values(index, gs[has] - d, ge[has] + d, jv, "min" if ties == "first" else "max").astype(np.int64)
+        j = map_values(index, lo, hi, jv, "min" if ties == "first" else "max").astype(np.int64)
         return with_missing(has, index._data_rows(j), d.astype(np.int64), finite)
-    out = Dense(SparseList(Pattern(), real=False))
-    O = index._pairs("overlap", gs[has] - d, ge[has] + d, out, grid=False)
+    O = index._pairs("overlap", lo, hi, Dense(SparseList(Pattern(), real=False)), grid=False)
     lvl = O.level.child
-    qi, j = has[rows(np.asarray(lvl.ptr))], np.asarray(lvl.idx)
-    if ties != "all" and len(qi):
+    j = np.asarray(lvl.idx)
+    if ties == "all":
+        # each query's rows and its distance repeated over its pairs (two repeats of per-query
+        # arrays: a gather of the float distances by pair and a cast cost 2-3x more at 15M pairs)
+        cnt = np.diff(np.asarray(lvl.ptr))
+        qi = np.repeat(has, cnt)
+        return with_missing(qi, index._data_rows(j), np.repeat(d.astype(np.int64), cnt), finite)
+    qi = has[rows(np.asarray(lvl.ptr))]
+    if len(qi):
         # first/last by the data's own start, as bedtools sorts it, equal starts in j's order.  The
         # pairs come by query, then j (start order): already in that order unless the data has a
         # zero-length interval (its widened start is one below its own: [68, 68) starts at 67
@@ -62,10 +70,9 @@ def with_missing(qi, data, dist, finite):
     none = np.flatnonzero(~finite)
     if not len(none):
         return qi, data, dist
-    qrows = np.concatenate([qi, none])
-    order = np.argsort(qrows, kind="stable")
-    minus = np.full(len(none), -1, np.int64)
-    return qrows[order], np.concatenate([data, minus])[order], np.concatenate([dist, minus])[order]
+    # both lists are in query order and share no row: insert the missing rows at their places
+    at = np.searchsorted(qi, none)
+    return np.insert(qi, at, none), np.insert(data, at, -1), np.insert(dist, at, -1)
 
 
 def _side_distances(index, gs, ge, K, sorted_ends):

@@ -354,3 +354,66 @@ def test_grid_too_large_for_memory_is_refused():
     with pytest.raises(ValueError, match="cell: a grid of 1-base cells .* GiB, more than this machine"):
         g.index(d, layout="grid", cell=1)
     assert g.index(d, layout="grid", cell=10**9).count_overlaps([5], [6]).tolist() == [1]
+
+
+def _closest_frame_oracle(q, data, qi, dj, dist, return_index):
+    """closest's frame by pandas itself: iloc of the query, the data cast to nullable integers and
+    reindexed (label -1 absent: missing), concat, an Int64 distance with NA where dj is -1."""
+    missing = dj < 0
+    nullable = {c: (data[c].dtype if isinstance(data[c].dtype, pd.api.extensions.ExtensionDtype)
+                    else f"{'U' if data[c].dtype.kind == 'u' else ''}Int{data[c].dtype.itemsize * 8}")
+                for c in data.columns if pd.api.types.is_integer_dtype(data[c])}
+    right = data.reset_index(drop=True).astype(nullable).reindex(np.where(missing, -1, dj)).reset_index(drop=True)
+    out = pd.concat([q.iloc[qi].reset_index(drop=True), right.add_suffix("_")], axis=1)
+    out["distance"] = pd.array(np.where(missing, 0, dist), dtype="Int64")
+    out.loc[missing, "distance"] = pd.NA
+    if return_index:
+        out.insert(0, "index_", dj)
+        out.insert(0, "index", qi)
+    return out
+
+
+@pytest.mark.parametrize("chrom_dtype", ["str", "object", "category"])
+@pytest.mark.parametrize("with_missing", [False, True])
+@pytest.mark.parametrize("return_index", [False, True])
+def test_closest_frame_equals_pandas_construction(chrom_dtype, with_missing, return_index):
+    """genome_closest_frame.closest_frame (numpy takes, masked nullable integers, the query's
+    chromosome names reused) equals the pandas construction: columns, dtypes, values and missing
+    values, for integer columns of every width and sign, floats, bools, strings, nullable and
+    categorical columns; and the result's columns share no writable memory (a write to one leaves
+    the others and the inputs as they were)."""
+    from ctensor.apps.genome_closest_frame import closest_frame
+    rng = np.random.default_rng(3)
+    n, m, k = 50, 40, 200
+    names = np.array(["chr1", "chr2", "chr10"])
+    q = pd.DataFrame({"chrom": pd.Series(names[rng.integers(0, 3, n)]).astype(chrom_dtype),
+                      "start": rng.integers(0, 100, n), "end": rng.integers(100, 200, n),
+                      "name": pd.array([f"q{i}" for i in range(n)], dtype="str")})
+    dc = rng.integers(0, 3, m)
+    data = pd.DataFrame({"chrom": pd.Series(names[dc]).astype(chrom_dtype),
+                         "start": rng.integers(0, 100, m), "end": rng.integers(100, 200, m),
+                         "u64": rng.integers(0, 2**63, m, dtype=np.uint64) * np.uint64(2) + np.uint64(1),
+                         "i32": rng.integers(-5, 5, m).astype(np.int32), "f32": rng.random(m).astype(np.float32),
+                         "flag": rng.random(m) < 0.5, "n": pd.array(rng.integers(0, 9, m), dtype="Int64"),
+                         "obj": np.array([f"o{i}" for i in range(m)], dtype=object)})
+    qi = np.sort(rng.integers(0, n, k))
+    # a pair's data interval lies on the query's chromosome, as closest's pairs do
+    qcode = pd.Series(q["chrom"]).astype(str).map({s: i for i, s in enumerate(names)}).to_numpy()
+    dj = np.array([rng.choice(np.flatnonzero(dc == qcode[i])) if (dc == qcode[i]).any() else -1 for i in qi])
+    if with_missing:
+        dj[rng.random(k) < 0.2] = -1
+    dist = np.where(dj < 0, -1, rng.integers(0, 50, k)).astype(np.int64)
+    got = closest_frame(q, data, qi, dj, dist, return_index)
+    want = _closest_frame_oracle(q, data, qi, dj, dist, return_index)
+    pd.testing.assert_frame_equal(got, want)
+    # writes to the result's columns change no other column and neither input
+    q0, data0, snap = q.copy(deep=True), data.copy(deep=True), got.copy(deep=True)
+    written = ["i32_", "start_", "distance"] + (["chrom_"] if chrom_dtype != "category" else [])
+    for c in written:
+        got.loc[0, c] = "chrZ" if c == "chrom_" else 99
+    for c in got.columns:
+        if c not in written:
+            pd.testing.assert_series_equal(got[c], snap[c])
+    assert got.loc[0, written].tolist() == [99, 99, 99] + (["chrZ"] if "chrom_" in written else [])
+    pd.testing.assert_frame_equal(q, q0)
+    pd.testing.assert_frame_equal(data, data0)

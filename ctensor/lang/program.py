@@ -27,14 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import InvalidProgramError
-from ..lower.ops import RANK, small_power
 from .affine import NotAffine, coef_poly, form, names_in_order, rebind_access
-from .affine import scalar_names as dim_scalar_names
-from .nodes import EAccess, ECall, EIndex, ELit, EScalar, Einsum
+from .nodes import EAccess, ECall, ELit, Einsum
 from .diagonal import check_diagonal
 from .nesting import inner_indices, innermost, output_type
 from .parser import MEASURES
 from .semiring import resolve as resolve_semiring
+from .walk import accesses, bind_indices, logical, scalar_names, value_kind   # (re-exported)
 
 
 @dataclass
@@ -49,71 +48,6 @@ class Plan:
     fill: object            # output fill = identity of ⊕
     rhs: object = None      # the right-hand side with index names bound (EIndex, rebound accesses)
     validity: object = None  # the analysis.validity.Verdict of the program
-
-
-def accesses(e):
-    if isinstance(e, EAccess):
-        yield e
-    elif isinstance(e, ECall):
-        for a in e.args:
-            yield from accesses(a)
-
-
-def scalar_names(e):
-    """Scalar names read by an expression, including those in access dimensions (A[a*x + c])."""
-    if isinstance(e, EScalar):
-        yield e.name
-    elif isinstance(e, ECall):
-        for a in e.args:
-            yield from scalar_names(a)
-    elif isinstance(e, EAccess):
-        for d in e.dims:
-            yield from dim_scalar_names(d)
-
-
-def bind_indices(e, kinds):
-    """Names that are loop indices denote index values (EIndex), not scalars."""
-    if isinstance(e, EScalar) and e.name in kinds:
-        return EIndex(e.name)
-    if isinstance(e, ECall):
-        return ECall(e.op, tuple(bind_indices(a, kinds) for a in e.args))
-    return e
-
-
-def value_kind(e, tensors, scalars, kinds=None) -> str:
-    if isinstance(e, ELit):
-        v = e.value
-        return "bool" if isinstance(v, bool) else "int" if isinstance(v, int) else "float"
-    if isinstance(e, EScalar):
-        return scalars[e.name][1]
-    if isinstance(e, EAccess):
-        return tensors[e.tensor].leaf_kind
-    if isinstance(e, EIndex):
-        return "int" if kinds and kinds.get(e.name) == "int" else "float"
-    ks = [value_kind(a, tensors, scalars, kinds) for a in e.args]
-    if e.op == "ifelse":
-        return max(ks[1:], key=RANK.get)
-    if e.op in ("lt", "le", "gt", "ge", "eq", "ne", "not"):
-        return "bool"
-    if e.op in ("/", "sqrt", "exp", "log") or e.op == "**" and not small_power(e.args[1]):
-        return "float"
-    if e.op == "*" and all(k == "bool" for k in ks):
-        return "bool"
-    if e.op in ("+", "-", "neg") and all(k == "bool" for k in ks):
-        return "int"
-    return max(ks, key=RANK.get)
-
-
-def _logical(e, tensors, scalars, kinds):
-    """`& | ^` (and `and`/`or`) are logical, as the paper's `&&`: a non-bool operand stands for
-    its truth value (`x != 0`), so they never act bitwise on integers or truncate floats."""
-    if not isinstance(e, ECall):
-        return e
-    args = tuple(_logical(a, tensors, scalars, kinds) for a in e.args)
-    if e.op in ("and", "or", "xor"):
-        args = tuple(a if value_kind(a, tensors, scalars, kinds) == "bool" else ECall("ne", (a, ELit(0)))
-                     for a in args)
-    return ECall(e.op, args)
 
 
 @dataclass
@@ -258,7 +192,6 @@ def _check_lowerable(rhs, kinds, text, tensors, scalars):
     for acc in accesses(rhs):
         lvls, modes = tensors[acc.tensor].levels(), tensors[acc.tensor].modes()
         grid = sum(1 for lv in lvls if getattr(lv, "tile", False))
-        plain = [d.terms[0][1] for d in acc.dims if form(d) == "plain"]
         for k, d in enumerate(acc.dims):
             perm = bool(acc.permissive and acc.permissive[k])
             kind = modes[k].coord      # the mode's, not the index's: Grid[o + d*t + x] with t integer
@@ -329,7 +262,7 @@ def make_plan(es: Einsum, tensors: dict, scalars: dict, semiring=None, order=Non
     (`ValidityUnknown` when z3 cannot decide validity and assume_valid is False)."""
     from ..analysis.validity import check_program   # analysis builds on lang: import at use
     fe = front_end(es, tensors, scalars, semiring, user_measures=measures)
-    fe.rhs = _logical(fe.rhs, tensors, scalars, fe.kinds)
+    fe.rhs = logical(fe.rhs, tensors, scalars, fe.kinds)
     verdict = check_program(fe.rhs, tensors, fe.kinds, fe.measures, fe.op, es.text, assume_valid=assume_valid)
     rhs, kinds, source, measures, op = fe.rhs, fe.kinds, fe.source, fe.measures, fe.op
     _check_lowerable(rhs, kinds, es.text, tensors, scalars)

@@ -95,7 +95,7 @@ class Semiring:
     def out_kind(self, value_kind: str, lengths: bool) -> str:
         """The output's kind for an expression of kind `value_kind`; `lengths`: a Lebesgue or user
         measure weighs by a float through `repeat`."""
-        from .program import value_kind as kind_of
+        from .walk import value_kind as kind_of
         k = max(value_kind, _kind(self.zero), key=RANK.get)
         if self.annihilator is not None:
             k = max(k, _kind(self.annihilator), key=RANK.get)

@@ -39,7 +39,7 @@ def _subst(e, env):
         return env[e.name]
     if isinstance(e, ECall):
         args = tuple(_subst(a, env) for a in e.args)
-        if e.op in ("and", "or", "xor"):      # logical, as in the einsum (`lang.program._logical`)
+        if e.op in ("and", "or", "xor"):      # logical, as in the einsum (`lang.walk.logical`)
             args = tuple(a if kind(a) == "bool" else Call("ne", (a, Lit(0))) for a in args)
         return Call(e.op, args)
     raise InvalidProgramError(f"unsupported expression {e!r} in a semiring")

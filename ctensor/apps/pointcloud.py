@@ -47,7 +47,7 @@ import numpy as np
 from ..formats.constructors import grid_order, grid_point_levels
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
-from ..formats.grid_edges import grid_cells, grid_edges
+from ..formats.grid_edges import grid_cells, grid_edges, interior
 from ..formats.sparse_interval import SparseInterval
 from ..formats.sparse_list import SparseList
 from ..formats.sparse_point import SparsePoint
@@ -115,11 +115,18 @@ class CloudIndex:
         Queries that are the cloud's points (a full layer) are in cell order already: `perm`."""
         if q is self.points or (q.shape == self.points.shape and np.array_equal(q, self.points)):
             return self.perm
+        # any order is correct: the cell estimate of the grid's seek (`interior`) is enough, and a
+        # key below 2**15 sorts as int16 (numpy's radix sort: 2500 queries 0.15 -> 0.05 ms)
         cell = np.zeros(len(q), np.int64)
         for k, e in enumerate(self.edges):
-            ck = np.clip(np.searchsorted(e, q[:, k], side="right") - 1, 0, len(e) - 2)
-            cell = cell * (len(e) - 1) + ck
-        return np.argsort(cell, kind="stable")
+            lo, scale, off = interior(e)
+            m = len(e) - 1
+            with np.errstate(over="ignore", invalid="ignore"):
+                t = (q[:, k] - lo) * (scale if np.isfinite(scale) else 0.0) + off
+            cell *= m
+            cell += np.minimum(np.fmax(t, 0.0), m - 1).astype(np.int64)
+        key = cell.astype(np.int16) if np.prod([len(e) - 1 for e in self.edges]) <= 2**15 else cell
+        return np.argsort(key, kind="stable")
 
 
 def index(points, radius) -> CloudIndex:
@@ -142,7 +149,8 @@ def _queries(q: np.ndarray) -> Tensor:
     """Q[i, x, y, z]: one pinpoint per row."""
     z = SparsePoint(Pattern(), np.ascontiguousarray(q[:, 2]))
     y = SparsePoint(z, np.ascontiguousarray(q[:, 1]))
-    return Tensor(Dense(SparsePoint(y, np.ascontiguousarray(q[:, 0])), len(q)), name="queries")
+    # the columns are copies made here (q is a strided (n, 3) array): owned, not copied again
+    return Tensor(Dense(SparsePoint(y, np.ascontiguousarray(q[:, 0])), len(q)), name="queries", owned=True)
 
 
 def _kernel_points(kps: np.ndarray) -> Tensor:
@@ -162,10 +170,13 @@ def _ball(radius: float) -> Tensor:
 
 
 def _dense(a: np.ndarray, name: str) -> Tensor:
+    """A Dense tensor over the values of `a`, not copied (`owned`): the callers pass the gathered
+    features (made here) or the checked weights, which the call only reads; a Dense tensor has no
+    structure a concurrent write could break (C = 256: a 20 MB copy of the features saved)."""
     level = Element(0.0, val=np.ascontiguousarray(a, np.float64).reshape(-1))
     for n in reversed(a.shape):
         level = Dense(level, n)
-    return Tensor(level, name=name)
+    return Tensor(level, name=name, owned=True)
 
 
 def kpconv(points, features, kernel_points, weights, radius, sigma, queries=None, workers: int = 1) -> np.ndarray:

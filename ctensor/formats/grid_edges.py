@@ -25,7 +25,10 @@ from .uniform_grid import uniform_edges
 MAX_CELLS_PER_POINT, MAX_CELLS = 64, 2**24     # a grid's cell directory: 8 bytes per cell
 TRIM = 0.02           # quantile of the bulk's ends: at most this share of points on a side may be outliers
 MARGIN = 0.01        # share of the bulk's range added on each side
-SAMPLE = 1 << 16      # quantiles from a strided sample of about this many values (exactness not needed)
+# quantiles from a strided sample of 2048-4095 values: the rank of a TRIM quantile is then off by
+# ~0.3% of the values (one standard error), which MARGIN covers; the partition of a larger sample
+# cost more than the rest of a 10k-point grid build (0.38 ms for 3 axes of 10k, 0.03 ms sampled)
+SAMPLE = 1 << 11
 
 
 def bulk_range(v: np.ndarray, a: float | None = None, b: float | None = None) -> tuple[float, float]:

@@ -417,3 +417,46 @@ def test_closest_frame_equals_pandas_construction(chrom_dtype, with_missing, ret
     assert got.loc[0, written].tolist() == [99, 99, 99] + (["chrZ"] if "chrom_" in written else [])
     pd.testing.assert_frame_equal(q, q0)
     pd.testing.assert_frame_equal(data, data0)
+
+
+@pytest.mark.parametrize("ties", ["all", "first", "last"])
+@pytest.mark.parametrize("zero", [False, True])
+def test_nearest_in_row_order_equals_start_order(ties, zero):
+    """genome_closest.nearest on unsorted queries (searches in start order, tie pairs by the rank
+    einsum in row order) returns what it returns for the same queries sorted, rows mapped back:
+    the same pairs, by row, each row's in data start order; queries on a chromosome without data
+    get their (-1, -1) row.  (g.closest itself is checked against bedtools above.)"""
+    from ctensor.apps import genome_closest as gc
+    rng = np.random.default_rng(7)
+    n, m = 3000, 2000
+    dchrom = np.array(["chr1", "chr2"])[rng.integers(0, 2, m)]
+    ds = rng.integers(0, 200_000, m)
+    de = ds + rng.integers(1, 500, m)
+    if zero:                                        # zero-length data intervals: the lexsort path
+        de = np.where(rng.random(m) < 0.1, ds, de)
+    idx = g.index(pd.DataFrame({"chrom": dchrom, "start": ds, "end": de}))
+    qchrom = np.array(["chr1", "chr2", "chr3"])[rng.integers(0, 3, n)]
+    qs = rng.integers(0, 200_000, n)
+    qe = qs + rng.integers(0, 300, n)
+    gs, ge, _ = idx.genome(qchrom, qs, qe)
+    assert gc._visit(gs) is not None                # the row-order path runs
+    qi, dj, dist = gc.nearest(idx, gs, ge, ties)
+    p = np.argsort(gs, kind="stable")
+    assert gc._visit(gs[p]) is None
+    sq, sd, sdist = gc.nearest(idx, gs[p], ge[p], ties)
+    back = np.argsort(p[sq], kind="stable")         # rows mapped back, each row's pairs kept in order
+    np.testing.assert_array_equal(qi, p[sq][back])
+    np.testing.assert_array_equal(dj, sd[back])
+    np.testing.assert_array_equal(dist, sdist[back])
+    assert (dj[qchrom[qi] == "chr3"] == -1).all() and np.array_equal(np.unique(qi), np.arange(n))
+
+
+def test_closest_frame_with_empty_data_equals_pandas_construction():
+    """No data at all: every query gets one row of missing data columns and distance."""
+    from ctensor.apps.genome_closest_frame import closest_frame
+    q = pd.DataFrame({"chrom": ["chr1", "chr2"], "start": [1, 5], "end": [3, 9]})
+    data = pd.DataFrame({"chrom": pd.array([], dtype="str"), "start": np.zeros(0, np.int64),
+                         "end": np.zeros(0, np.int64), "score": np.zeros(0)})
+    qi, dj, dist = np.arange(2), np.full(2, -1), np.full(2, -1)
+    pd.testing.assert_frame_equal(closest_frame(q, data, qi, dj, dist, True),
+                                  _closest_frame_oracle(q, data, qi, dj, dist, True))

@@ -6,14 +6,80 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import Dense, Pattern, SparseList
-from .genome_layout import SPAN, decode, interval_tensor, rows
+from .. import Dense, Pattern, SparseInterval, SparseList, Tensor
+from .genome_layout import SPAN, decode, interval_tensor, rows, values
 from .genome_sets import map_values
 
 
 def nearest(index, gs, ge, ties):
     """(query row, data row, distance) of the queries [gs, ge) on the genome axis (widened), as
-    `GenomeIndex.closest` returns them; `ties` checked by the caller."""
+    `GenomeIndex.closest` returns them; `ties` checked by the caller.  Queries in any order: the
+    searches run in start order (`_visit`), the tie pairs come out in row order (`_tie_pairs`),
+    so a caller need not sort the queries nor move millions of pairs back to their rows."""
+    perm = _visit(gs)
+    if perm is None:
+        dist = _distance(index, gs, ge)
+    else:
+        dist = np.empty(len(gs))
+        dist[perm] = _distance(index, gs[perm], ge[perm])
+    finite = np.isfinite(dist)
+    has = np.flatnonzero(finite)
+    # every data interval within `dist` of the query overlaps the query widened by it, and none
+    # is nearer: the ties are exactly those pairs (no copies when every query has data)
+    every = len(has) == len(gs)
+    d, lo, hi = (dist, gs, ge) if every else (dist[has], gs[has], ge[has])
+    lo, hi = lo - d, hi + d
+    if ties != "all" and not len(index._zero_at):
+        # the first (last) tie is the least (greatest) j among the pairs (see below): one extremum
+        # einsum over the same candidates (map_min / map_max of the value j), no pair list; per
+        # row, so run in start order and put back
+        jv = np.arange(index.n, dtype=np.float64)
+        op = "min" if ties == "first" else "max"
+        sub = None if perm is None else perm if every else _visit(lo)
+        if sub is None:
+            j = map_values(index, lo, hi, jv, op)
+        else:
+            j = np.empty(len(lo))
+            j[sub] = map_values(index, lo[sub], hi[sub], jv, op)
+        return with_missing(has, index._data_rows(j.astype(np.int64)), d.astype(np.int64), finite)
+    ptr, j = _tie_pairs(index, lo, hi, perm is not None)
+    if ties == "all":
+        # each query's rows and its distance repeated over its pairs (two repeats of per-query
+        # arrays: a gather of the float distances by pair and a cast cost 2-3x more at 15M pairs)
+        cnt = np.diff(ptr)
+        qi = np.repeat(has, cnt)
+        return with_missing(qi, index._data_rows(j), np.repeat(d.astype(np.int64), cnt), finite)
+    qi = has[rows(ptr)]
+    if len(qi):
+        # first/last by the data's own start, as bedtools sorts it, equal starts in j's order.  The
+        # pairs come by query, then j (start order): already in that order unless the data has a
+        # zero-length interval (its widened start is one below its own: [68, 68) starts at 67
+        # with [67, 73)); only then sort (a lexsort of every pair: ~150 ms of 240 at L = 1e4)
+        if len(index._zero_at):
+            order = np.lexsort((j, index.frame["start"].to_numpy()[index._data_rows(j)], qi))
+            qi, j = qi[order], j[order]
+        first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
+        qi, j = qi[first], j[first]
+    return with_missing(qi, index._data_rows(j), dist[qi].astype(np.int64), finite)
+
+
+# fewer queries than this run in the order given (the index stays in cache); at most one in
+# SORTED_ENOUGH steps back: the searches already move forward (a batch sorted up to buckets)
+VISIT_AT = 1024
+SORTED_ENOUGH = 16
+
+
+def _visit(gs):
+    """A permutation running the queries in start order, or None when they are few or already
+    about in that order (descents in at most 1/SORTED_ENOUGH of the steps)."""
+    if len(gs) < VISIT_AT or np.count_nonzero(gs[1:] < gs[:-1]) * SORTED_ENOUGH <= len(gs):
+        return None
+    return np.argsort(gs)
+
+
+def _distance(index, gs, ge):
+    """The distance (float64, +inf where the query's chromosome has no data) of each query to its
+    nearest data interval, by the two extremum searches (best in start order)."""
     # The union of the data is disjoint runs [a_k, b_k).  p = b_k, the last run end <= qs
     # (-inf if none on the query's chromosome); the run after it is the first to end after
     # qs, and it starts at c = the first data start >= p (no data starts in a gap between
@@ -26,42 +92,30 @@ def nearest(index, gs, ge, ties):
     lo, hi = base - 2.0, base + SPAN / 2
     p = index._run("closest_prev", B=interval_tensor(lo, gs, "both"), UE=index.UE).level.child.val
     c = index._run("closest_next", A=interval_tensor(np.maximum(p, lo), hi, "left"), S=index.S).level.child.val
-    dist = np.minimum(c - ge + 1, gs - p + 1)            # +inf where the chromosome has no data
+    dist = np.minimum(c - ge + 1, gs - p + 1)
     dist[c < ge] = 0
-    finite = np.isfinite(dist)
-    has = np.flatnonzero(finite)
-    # every data interval within `dist` of the query overlaps the query widened by it, and none
-    # is nearer: the ties are exactly those pairs (no copies when every query has data)
-    every = len(has) == len(gs)
-    d, lo, hi = (dist, gs, ge) if every else (dist[has], gs[has], ge[has])
-    lo, hi = lo - d, hi + d
-    if ties != "all" and not len(index._zero_at):
-        # the first (last) tie is the least (greatest) j among the pairs (see below): one extremum
-        # einsum over the same candidates (map_min / map_max of the value j), no pair list
-        jv = np.arange(index.n, dtype=np.float64)
-        j = map_values(index, lo, hi, jv, "min" if ties == "first" else "max").astype(np.int64)
-        return with_missing(has, index._data_rows(j), d.astype(np.int64), finite)
-    O = index._pairs("overlap", lo, hi, Dense(SparseList(Pattern(), real=False)), grid=False)
+    return dist
+
+
+def _tie_pairs(index, lo, hi, unordered):
+    """(ptr, j) of the overlap einsum's pairs of the widened queries [lo, hi): the ranks j of the
+    data intervals meeting query i are j[ptr[i]:ptr[i + 1]], in start order.  `unordered`
+    queries: the candidates' rank ranges are searched in start order (`GenomeIndex._rank`) and
+    put back, then the rank-plan einsum (`overlap_ranks`) tests each query's candidates in row
+    order: no search depends on the order, and the pairs come out by row."""
+    out = Dense(SparseList(Pattern(), real=False))
+    perm = _visit(lo) if unordered else None
+    if perm is None:
+        O = index._pairs("overlap", lo, hi, out, grid=False)
+    else:
+        first, past = np.empty(len(lo), np.int64), np.empty(len(lo), np.int64)
+        first[perm] = index._rank(lo[perm] - index.maxlen, "both")
+        past[perm] = index._rank(hi[perm], "left")
+        R = Tensor(Dense(SparseInterval(Pattern(), first, past, "left", shape=index.n), len(lo)),
+                   name="R", validate=False)
+        O = index._run("overlap_ranks", out=out, R=R, QS=values(lo, "QS"), End=index.End)
     lvl = O.level.child
-    j = np.asarray(lvl.idx)
-    if ties == "all":
-        # each query's rows and its distance repeated over its pairs (two repeats of per-query
-        # arrays: a gather of the float distances by pair and a cast cost 2-3x more at 15M pairs)
-        cnt = np.diff(np.asarray(lvl.ptr))
-        qi = np.repeat(has, cnt)
-        return with_missing(qi, index._data_rows(j), np.repeat(d.astype(np.int64), cnt), finite)
-    qi = has[rows(np.asarray(lvl.ptr))]
-    if len(qi):
-        # first/last by the data's own start, as bedtools sorts it, equal starts in j's order.  The
-        # pairs come by query, then j (start order): already in that order unless the data has a
-        # zero-length interval (its widened start is one below its own: [68, 68) starts at 67
-        # with [67, 73)); only then sort (a lexsort of every pair: ~150 ms of 240 at L = 1e4)
-        if len(index._zero_at):
-            order = np.lexsort((j, index.frame["start"].to_numpy()[index._data_rows(j)], qi))
-            qi, j = qi[order], j[order]
-        first = np.r_[True, qi[1:] != qi[:-1]] if ties == "first" else np.r_[qi[1:] != qi[:-1], True]
-        qi, j = qi[first], j[first]
-    return with_missing(qi, index._data_rows(j), dist[qi].astype(np.int64), finite)
+    return np.asarray(lvl.ptr), np.asarray(lvl.idx)
 
 
 def with_missing(qi, data, dist, finite):

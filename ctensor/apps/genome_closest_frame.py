@@ -31,7 +31,9 @@ def _data_column(col: pd.Series, dj, rows, missing):
     """Column `col` of the data at rows `dj` (-1: missing, given as `missing` when any, with `rows`
     holding 0 there), as pandas' reindex of the data frame cast to nullable integers gives it."""
     values = col.array if isinstance(col.dtype, pd.api.extensions.ExtensionDtype) else col.to_numpy()
-    if isinstance(values, np.ndarray):
+    if missing is not None and not len(values):
+        pass                                    # no data at all: nothing to take (pandas below)
+    elif isinstance(values, np.ndarray):
         if values.dtype.kind in "iu":           # a masked nullable array: a copy of the mask each
             return pd.arrays.IntegerArray(np.take(values, rows),
                                           np.zeros(len(rows), bool) if missing is None else missing.copy())

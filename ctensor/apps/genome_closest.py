@@ -35,14 +35,14 @@ def nearest(index, gs, ge, ties):
         # row, so run in start order and put back
         jv = np.arange(index.n, dtype=np.float64)
         op = "min" if ties == "first" else "max"
-        sub = None if perm is None else perm if every else _visit(lo)
+        sub = _within(perm, has, len(gs))
         if sub is None:
             j = map_values(index, lo, hi, jv, op)
         else:
             j = np.empty(len(lo))
             j[sub] = map_values(index, lo[sub], hi[sub], jv, op)
         return with_missing(has, index._data_rows(j.astype(np.int64)), d.astype(np.int64), finite)
-    ptr, j = _tie_pairs(index, lo, hi, perm is not None)
+    ptr, j = _tie_pairs(index, lo, hi, _within(perm, has, len(gs)))
     if ties == "all":
         # each query's rows and its distance repeated over its pairs (two repeats of per-query
         # arrays: a gather of the float distances by pair and a cast cost 2-3x more at 15M pairs)
@@ -77,6 +77,17 @@ def _visit(gs):
     return np.argsort(gs)
 
 
+def _within(perm, has, n):
+    """The visiting order `perm` of n rows restricted to the rows `has` (ascending), as positions
+    in `has`; None for None.  (Widening each query by its distance keeps about that order.)"""
+    if perm is None or len(has) == n:
+        return perm
+    pos = np.full(n, -1, np.int64)
+    pos[has] = np.arange(len(has))
+    sub = pos[perm]
+    return sub[sub >= 0]
+
+
 def _distance(index, gs, ge):
     """The distance (float64, +inf where the query's chromosome has no data) of each query to its
     nearest data interval, by the two extremum searches (best in start order)."""
@@ -97,14 +108,14 @@ def _distance(index, gs, ge):
     return dist
 
 
-def _tie_pairs(index, lo, hi, unordered):
+def _tie_pairs(index, lo, hi, perm):
     """(ptr, j) of the overlap einsum's pairs of the widened queries [lo, hi): the ranks j of the
-    data intervals meeting query i are j[ptr[i]:ptr[i + 1]], in start order.  `unordered`
-    queries: the candidates' rank ranges are searched in start order (`GenomeIndex._rank`) and
-    put back, then the rank-plan einsum (`overlap_ranks`) tests each query's candidates in row
-    order: no search depends on the order, and the pairs come out by row."""
+    data intervals meeting query i are j[ptr[i]:ptr[i + 1]], in start order.  Queries visited in
+    the order `perm` (None: as given): the candidates' rank ranges are searched in that order
+    (`GenomeIndex._rank`) and put back, then the rank-plan einsum (`overlap_ranks`) tests each
+    query's candidates in row order: no search depends on the row order, and the pairs come out
+    by row."""
     out = Dense(SparseList(Pattern(), real=False))
-    perm = _visit(lo) if unordered else None
     if perm is None:
         O = index._pairs("overlap", lo, hi, out, grid=False)
     else:

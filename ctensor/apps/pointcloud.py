@@ -39,6 +39,7 @@ chunks' BLAS threads compete for the same cores (40k points at C = 32 on 2 cores
 """
 from __future__ import annotations
 
+import functools
 import math
 import threading
 
@@ -158,9 +159,11 @@ def _kernel_points(kps: np.ndarray) -> Tensor:
     return _queries(kps)
 
 
+@functools.lru_cache(maxsize=64)
 def _ball(radius: float) -> Tensor:
     """The bounding box of the closed ball, a little wider (four ulps of the radius and 1e-12 of it)
-    so that rounding in the offset never cuts off a point the exact distance test accepts."""
+    so that rounding in the offset never cuts off a point the exact distance test accepts.  One
+    tensor per radius, shared (tensors are immutable; the layers of a network reuse a radius)."""
     h = radius * (1 + 1e-12)
     for _ in range(4):
         h = math.nextafter(h, math.inf)
@@ -201,7 +204,8 @@ def kpconv(points, features, kernel_points, weights, radius, sigma, queries=None
     """
     workers = check_workers(workers)
     pts, cloud = _cloud(points, radius)
-    pts, feats, kps, w, r, s, q, dtype = layer_args(pts, features, kernel_points, weights, radius, sigma, queries)
+    pts, feats, kps, w, r, s, q, dtype = layer_args(pts, features, kernel_points, weights, radius, sigma, queries,
+                                                    points_checked=cloud is not None)
     nq, cout = len(q), w.shape[2]
     if nq == 0 or len(pts) == 0 or len(kps) == 0 or cout == 0 or feats.shape[1] == 0:
         return np.zeros((nq, cout), dtype)
@@ -211,19 +215,24 @@ def kpconv(points, features, kernel_points, weights, radius, sigma, queries=None
     order = cloud.query_order(q)
     qs = np.take(q, order, axis=0)
     rows = max(64, BLOCK_VALUES // max(1, len(kps) * feats.shape[1]))
-    out = np.empty((nq, cout), dtype)
+    done = np.empty((nq, cout), np.float64)          # row a: query order[a]
 
     def run(lo, hi):
         for a in range(lo, hi, rows):
             b = min(a + rows, hi)
             args = dict(fixed, Q=_queries(qs[a:b]))
             k = compiled(_KERNELS, "kpconv", EINSUMS["kpconv"], args, order=ORDERS["kpconv"])
-            out[order[a:b]] = dense_array(k(**args), "kpconv output")
+            done[a:b] = dense_array(k(**args), "kpconv output")
         return None
 
-    # chunks write disjoint rows of `out`: the result does not depend on the split
+    # chunks write disjoint rows of `done`: the result does not depend on the split
     map_chunks(run, nq, workers)
-    return out
+    # back to the callers' row order by a gather of the inverse permutation (np.take: 2500 rows of
+    # 8 values 0.03 ms, the scatter out[order] = done 0.12 ms)
+    inv = np.empty(nq, np.int64)
+    inv[order] = np.arange(nq, dtype=np.int64)
+    out = np.take(done, inv, axis=0)
+    return out if dtype == np.float64 else out.astype(dtype)
 
 
 def radius_neighbors(points, queries, radius, workers: int = 1):

@@ -24,7 +24,12 @@ def array_arg(v, name: str, ndim: int, cols: int | None = None) -> np.ndarray:
     if arr.ndim != ndim or (cols is not None and arr.shape[1] != cols):
         want = f"(n, {cols})" if cols is not None else f"{ndim} dimensions"
         raise FormatError(f"{name}: expected shape {want}, got {arr.shape}")
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():     # one pass; the index only on error
+    # a finite sum means every value is finite (a NaN or inf makes it NaN or inf): one reduction, no
+    # temporary; a sum that overflows from finite values is sorted out by the exact test
+    if arr.dtype.kind == "f":
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = arr.sum()
+    if arr.dtype.kind == "f" and not (np.isfinite(total) or np.isfinite(arr).all()):
         bad = np.argwhere(~np.isfinite(arr))
         if bad.size:
             k = tuple(int(i) for i in bad[0])
@@ -52,10 +57,11 @@ def out_dtype(*arrays) -> type:
     return np.float32 if all(a.dtype == np.float32 for a in arrays) else np.float64
 
 
-def layer_args(points, features, kernel_points, weights, radius, sigma, queries):
+def layer_args(points, features, kernel_points, weights, radius, sigma, queries, points_checked=False):
     """The checked arguments of `kpconv`: (points, features, kernel_points, weights, radius, sigma,
-    queries) as float64 arrays and floats, plus the result dtype."""
-    pts = coords_arg(points, "points")
+    queries) as float64 arrays and floats, plus the result dtype.  points_checked: `points` are an
+    index's coordinates, checked when it was built."""
+    pts = points if points_checked else coords_arg(points, "points")
     feats = array_arg(features, "features", 2)
     if feats.shape[0] != pts.shape[0]:
         raise FormatError(f"features has {feats.shape[0]} rows but points has {pts.shape[0]}: one feature "

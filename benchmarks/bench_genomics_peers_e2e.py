@@ -158,7 +158,7 @@ def run_workload(name, make, presorted, tmp):
     rounds, budget = ((1, 3), 10.0) if big else ((3, 7), 2.0)
     slow_ok = not big or os.environ.get("GENOMICS_E2E_SCALE_SLOW") == "1"
     peers = {"ctensor": p.ctensor_peer(), "ncls": p.ncls_peer(names),
-             "superintervals": p.superintervals_peer(names)}
+             "superintervals": p.superintervals_peer(names), "ailist": p.ailist_peer(names)}
     if slow_ok:
         peers.update(bioframe=p.bioframe_peer(), pybedtools=p.pybedtools_peer(presorted))
     peers = {peer: {op: spec for op, spec in specs.items() if op in wanted_ops()} for peer, specs in peers.items()}

@@ -46,9 +46,18 @@ def _groups(df, names):
     return {k: order[bounds[k]:bounds[k + 1]] for k in range(len(names)) if bounds[k + 1] > bounds[k]}
 
 
-def _pairs_frame(q, d, qi, dj):  # the overlap frame, columns as ctensor's (data suffixed "_")
-    return pd.concat([q.iloc[qi].reset_index(drop=True),
-                      d.iloc[dj].reset_index(drop=True).add_suffix("_")], axis=1)
+def _take(col, rows):  # one column's rows: numpy take, or the extension array's own take
+    if isinstance(col.dtype, pd.api.extensions.ExtensionDtype):
+        return col.array.take(rows)
+    return np.take(col.to_numpy(), rows)
+
+
+def _pairs_frame(q, d, qi, dj):
+    """The overlap frame, columns as ctensor's (data suffixed "_"), assembled as ctensor assembles
+    its own (frame_take): a take per column, the pair's chromosome taken once."""
+    left = {c: _take(q[c], qi) for c in q.columns}
+    right = {f"{c}_": left[c] if c == "chrom" else _take(d[c], dj) for c in d.columns}
+    return pd.DataFrame({**left, **right}, copy=False)
 
 
 def _cov_frame(q, count, covered):
@@ -176,6 +185,47 @@ def superintervals_peer(names):
             "coverage": ("index", lambda d: build(d, union=True), coverage, _norm_cov),
             "merge": ("call", merge,
                       lambda r, q, d, n: c.norm_merge(_col(r, "chrom"), _col(r, "start"), _col(r, "end"), n))}
+
+
+# ------------------------------------------------------------------------------------ AIList
+def ailist_peer(names):
+    """The Augmented Interval List (Feng, Ratan & Sheffield 2019; the `ailist` package, C): one
+    list per chromosome built by user glue (from_array + construct, timed as the build), then its
+    batch queries, nhits_from_array (count) and intersect_ids (pairs; ids are the data rows).
+    Half-open: [s, e) meets [a, b) iff s < b and a < e, as bedtools counts."""
+    from ailist import AIList
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)
+
+    def build(d):
+        s, e = d["start"].to_numpy(np.int64), d["end"].to_numpy(np.int64)
+        out = {}
+        for k, rows in _groups(d, names).items():
+            a = AIList.from_array(i64(s[rows]), i64(e[rows]), i64(rows))
+            a.construct()
+            out[k] = a
+        out["frame"] = d
+        return out
+
+    def count(q, idx):
+        s, e = q["start"].to_numpy(np.int64), q["end"].to_numpy(np.int64)
+        out = np.zeros(len(q), np.int64)
+        for k, rows in _groups(q, names).items():
+            if k in idx:
+                out[rows] = idx[k].nhits_from_array(i64(s[rows]), i64(e[rows]))
+        return out
+
+    def pairs(q, idx):
+        s, e = q["start"].to_numpy(np.int64), q["end"].to_numpy(np.int64)
+        qi, dj = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for k, rows in _groups(q, names).items():
+            if k in idx:
+                a, b = idx[k].intersect_ids(i64(s[rows]), i64(e[rows]))
+                qi.append(rows[np.asarray(a, np.int64)])
+                dj.append(np.asarray(b, np.int64))
+        return np.concatenate(qi), np.concatenate(dj)
+
+    return {"count": ("index", build, lambda q, idx: q.assign(count=count(q, idx)), _norm_count),
+            "overlap": ("index", build, lambda q, idx: _pairs_frame(q, idx["frame"], *pairs(q, idx)), _norm_pairs)}
 
 
 # ----------------------------------------------------------------------------------- bioframe

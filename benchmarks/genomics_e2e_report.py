@@ -4,7 +4,8 @@
 
 One table per operation: a row per workload, ctensor's end-to-end median, then each peer's
 median and ratio peer / ctensor (> 1: ctensor faster), the best one-thread peer last.  A second
-table per indexed operation shows index build and query apart (ctensor, NCLS, superintervals).
+table per indexed operation shows index build and query apart (ctensor, NCLS, superintervals,
+AIList).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 import sys
 
 PEERS = [("pyranges1", "pyranges1"), ("polars_bio1t", "polars-bio"), ("polars_bio2t", "polars-bio 2 thr"),
-         ("superintervals", "superintervals"), ("ncls", "NCLS"), ("bioframe", "bioframe"),
+         ("superintervals", "superintervals"), ("ncls", "NCLS"), ("ailist", "AIList"), ("bioframe", "bioframe"),
          ("pybedtools", "bedtools")]
 ONE_THREAD = [k for k, _ in PEERS if k != "polars_bio2t"]
 TITLES = {
@@ -28,14 +29,16 @@ NOTES = {
              "everywhere (0-based half-open; superintervals stores [s, e) as closed [s, e-1], the same "
              "for the non-empty intervals here).  NCLS has no count query: all pairs + bincount.  "
              "polars-bio: naive_query=True, its default (False was 10-15x slower here and drops the "
-             "query's columns).  NCLS / superintervals: per-chromosome indexes built by user glue, timed.",
+             "query's columns).  NCLS / superintervals / AIList: per-chromosome indexes built by user glue, "
+             "timed; AIList counts with nhits_from_array.",
     "overlap": "Contract: ctensor returns the pairs grouped by query in query order; pyranges1 "
                "(preserve_input_order=True, its default), bioframe and bedtools do too; a peer marked "
                "† returned another order (not sorted afterwards: the ratio is against a weaker contract).  "
                "Pair multisets equal everywhere.  polars-bio: the faster of algorithm=Coitrees (default) "
                "and SuperIntervals, per workload.  superintervals: search_values_batch (Python lists) "
                "with the row ids stored as values (search_idxs numbers its own sorted order).  "
-               "NCLS / superintervals: the output frame is assembled as ctensor assembles its own.",
+               "AIList: intersect_ids.  NCLS / superintervals / AIList: the output frame is assembled as "
+               "ctensor assembles its own (a take per column, the chromosome once).",
     "coverage": "ctensor, bedtools, NCLS, superintervals answer count, covered bases, length, fraction; "
                 "pyranges1 count_overlaps(calculate_coverage=True) count + fraction (covered = fraction x "
                 "length checked); polars-bio and bioframe only the covered bases (no count).  "
@@ -114,11 +117,11 @@ def op_table(op, workloads):
 
 def index_table(workloads):
     lines = ["### With a prebuilt index (build and query apart)", "",
-             "ctensor: `g.index(d, ops=(op,))` then the operation on the index; NCLS / superintervals: "
-             "per-chromosome indexes, then the query and the result frame.  Ratios: peer query / "
+             "ctensor: `g.index(d, ops=(op,))` then the operation on the index; NCLS / superintervals / "
+             "AIList: per-chromosome indexes, then the query and the result frame.  Ratios: peer query / "
              "ctensor query.", ""]
     head = ["workload", "op", "ctensor build", "ctensor query", "NCLS build", "NCLS query",
-            "superintervals build", "superintervals query"]
+            "superintervals build", "superintervals query", "AIList build", "AIList query"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for wname, w in workloads.items():
         for op in ("count", "overlap", "coverage", "closest", "closest1"):
@@ -127,7 +130,7 @@ def index_table(workloads):
             if not ct or "query" not in ct:
                 continue
             cells = [wname, op, _ms(ct["build"]), _ms(ct["query"])]
-            for key in ("ncls", "superintervals"):
+            for key in ("ncls", "superintervals", "ailist"):
                 r = row.get(key)
                 cells += ["—", "—"] if r is None else [_ms(r["build"]), _cell(r, ct["query"], "query")]
             lines.append("| " + " | ".join(cells) + " |")

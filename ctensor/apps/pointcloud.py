@@ -274,22 +274,36 @@ def radius_neighbors(points, queries, radius, workers: int = 1):
         return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
     cloud = cloud or CloudIndex(pts, r)
     fixed = dict(P=cloud.tensor, Ball=_ball(r), R2=r * r)
+    # queries in grid-cell order (neighbouring queries read neighbouring points), as in kpconv
+    order = cloud.query_order(q)
+    qs = np.take(q, order, axis=0)
 
     def run(lo, hi):
-        args = dict(fixed, Q=_queries(q[lo:hi]))
+        args = dict(fixed, Q=_queries(qs[lo:hi]))
         k = compiled(_KERNELS, "neighbors", EINSUMS["neighbors"], args, order=ORDERS["neighbors"],
                      semiring="or", out=Dense(SparseList(Pattern(), shape=cloud.n)))
         fibers = k(**args).levels()[1]
         counts = np.diff(fibers.ptr)[: hi - lo]
-        ids = cloud.perm[fibers.idx[: int(fibers.ptr[hi - lo])]].astype(np.int64)
-        # sort each row's ids: one stable sort of the key row * n + id (rows already in order)
-        row = np.repeat(np.arange(hi - lo, dtype=np.int64), counts)
-        key = row * cloud.n + ids
+        ids = np.take(cloud.perm, fibers.idx[: int(fibers.ptr[hi - lo])])
+        # sort each row's ids: one stable sort of the key row * n + id (rows already in order: runs)
+        base = np.repeat(np.arange(hi - lo, dtype=np.int64) * cloud.n, counts)
+        key = base + ids
         key.sort(kind="stable")
-        return counts, key - row * cloud.n
+        key -= base
+        return counts, key
 
     parts = map_chunks(run, nq, workers)
-    counts = np.concatenate([p[0] for p in parts])
+    counts_s = np.concatenate([p[0] for p in parts])             # row a: query order[a]
+    ids_s = np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
+    start_s = np.zeros(nq + 1, np.int64)
+    np.cumsum(counts_s, out=start_s[1:])
+    # back to the caller's row order: row i is sorted row inv[i]; its ids are one gather
+    inv = np.empty(nq, np.int64)
+    inv[order] = np.arange(nq, dtype=np.int64)
+    counts = np.take(counts_s, inv)
     indptr = np.zeros(nq + 1, np.int64)
     np.cumsum(counts, out=indptr[1:])
-    return indptr, np.concatenate([p[1] for p in parts]).astype(np.int64)
+    at = np.repeat(np.take(start_s, inv) - indptr[:-1], counts)
+    at += np.arange(len(at), dtype=np.int64)
+    return indptr, np.take(ids_s, at)
+

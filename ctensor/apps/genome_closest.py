@@ -9,6 +9,7 @@ import numpy as np
 from .. import Dense, Pattern, SparseInterval, SparseList, Tensor
 from .genome_layout import SPAN, decode, interval_tensor, rows, values
 from .genome_sets import map_values
+from .radix_order import visit_order
 
 
 def nearest(index, gs, ge, ties):
@@ -70,11 +71,12 @@ SORTED_ENOUGH = 16
 
 
 def _visit(gs):
-    """A permutation running the queries in start order, or None when they are few or already
-    about in that order (descents in at most 1/SORTED_ENOUGH of the steps)."""
+    """A permutation running the queries in start order (up to buckets of about one row:
+    `radix_order.visit_order`, counting passes), or None when they are few or already about in
+    that order (descents in at most 1/SORTED_ENOUGH of the steps)."""
     if len(gs) < VISIT_AT or np.count_nonzero(gs[1:] < gs[:-1]) * SORTED_ENOUGH <= len(gs):
         return None
-    return np.argsort(gs)
+    return visit_order(gs)
 
 
 def _within(perm, has, n):

@@ -91,6 +91,37 @@ def test_batched_queries_match_shapely(synthetic):
     assert np.array_equal(sp.radius_query(idx, centres, 50.0), pairs(want))
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batched_unsorted_contract(synthetic, monkeypatch, workers):
+    """sort=False: Shapely's batched contract - the same pairs grouped by query in query order,
+    each query's ids in the index's layout order (increasing rank: `perm` maps rank -> row), not
+    sorted; workers=2 (chunks of 100 queries) gives the same array as one thread."""
+    import ctensor.apps.workers as wk
+    monkeypatch.setattr(wk, "MIN_CHUNK", 100)
+    xy, idx, tree = synthetic
+    rng = np.random.default_rng(5)
+    lo = rng.uniform(-500, 10_000, size=(300, 2))
+    hi = lo + rng.uniform(0, 800, size=(300, 2))
+    centres, r = rng.uniform(0, 10_000, size=(300, 2)), rng.uniform(0, 300, size=300)
+    rank = np.empty(idx.n, np.int64)
+    rank[idx.perm] = np.arange(idx.n)
+    for got, want, default in [
+            (sp.box_query(idx, lo, hi, sort=False, workers=workers),
+             tree.query(shapely.box(lo[:, 0], lo[:, 1], hi[:, 0], hi[:, 1])), sp.box_query(idx, lo, hi)),
+            (sp.radius_query(idx, centres, r, sort=False, workers=workers),
+             tree.query(shapely.points(centres), predicate="dwithin", distance=r),
+             sp.radius_query(idx, centres, r))]:
+        assert got.dtype == np.int64 and got.shape == want.shape
+        assert np.all(np.diff(got[0]) >= 0)                                   # grouped by query
+        same_q = got[0, 1:] == got[0, :-1]
+        assert np.all(np.diff(rank[got[1]])[same_q] > 0)                       # layout order
+        assert not np.all(np.diff(got[1])[same_q] > 0)                         # ... not id order
+        assert np.array_equal(pairs(got), pairs(want))
+        assert np.array_equal(pairs(got), default)                             # the sorted contract
+    with pytest.raises(TypeError, match="sort"):
+        idx.box_many(lo, hi, sort="no")
+
+
 @pytest.mark.parametrize("native", ["1", "0"])
 @pytest.mark.parametrize("scale", [1.7e18, 1e100, 1.0])
 def test_boxes_beyond_the_points_past_2_53(monkeypatch, native, scale):

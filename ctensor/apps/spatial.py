@@ -37,7 +37,8 @@ runs on a thread of a ThreadPoolExecutor without the GIL, and the pairs are conc
 order, identical to `workers=1`.  A bad `workers` raises TypeError (not an int) or ValueError (0
 or below -1).
 
-Pairs are sorted by query index, then point id.  `pts` is a `PointIndex` (built once by `index`) or
+Pairs are sorted by query index, then point id; with sort=False each query's ids come in the
+index's layout order, as Shapely's come in tree order (`ctensor.apps.spatial_batch`).  `pts` is a `PointIndex` (built once by `index`) or
 anything `index` accepts.  Errors: `ctensor.FormatError` (NaN coordinates, wrong shape, lo > hi,
 negative or NaN radius), `TypeError` (geometries that are not points, non-numeric input).
 """
@@ -53,32 +54,22 @@ from ..errors import FormatError
 from .dask_broadcast import is_dask_array
 from ..formats.constructors import grid_order, grid_point_levels
 from ..formats.grid_edges import bulk_range, grid_cells, grid_edges
-from ..formats.dense import Dense
-from ..formats.element import Element, Pattern
+from ..formats.element import Pattern
 from ..formats.level import as_flag
-from ..formats.sparse_interval import SparseInterval
 from ..formats.sparse_list import SparseList
 from ..formats.tensor import Tensor
-from .spatial_entry import disk_box as _disk_box, disk_box_scalar as _disk_box_scalar, query_entry
-from .spatial_input import as_coords, boxes_arg, cell_points_arg, pair_arg, radii_arg, radius_arg, replay
-from .workers import check_workers, compiled, map_chunks, map_parts
+from .spatial_batch import EINSUMS, BatchQueries, box_tensor
+from .spatial_entry import disk_box_scalar as _disk_box_scalar, query_entry
+from .spatial_input import as_coords, cell_points_arg, pair_arg, radius_arg, replay
+from .workers import check_workers, compiled
 
 __all__ = ["EINSUMS", "PointIndex", "box_query", "index", "radius_query"]
-
-EINSUMS = {
-    "box": "Out[id] = (B[x, y] & P[x, y, id]) * d(x, y; boolean, boolean)",
-    "radius": "Out[id] = (B[x, y] & P[x, y, id] & (sqrt((x - ox)**2 + (y - oy)**2) <= r)) "
-              "* d(x, y; boolean, boolean)",
-    "box_many": "Out[q, id] = (B[q, x, y] & P[x, y, id]) * d(x, y; boolean, boolean)",
-    "radius_many": "Out[q, id] = (B[q, x, y] & P[x, y, id] & (sqrt((x - X[q])**2 + (y - Y[q])**2) <= R[q])) "
-                   "* d(x, y; boolean, boolean)",
-}
 
 CELL_POINTS = 16     # average points per grid cell: 8, 16, 32 measured at 1e6 and 1e7 points; 16 is best
                      # or within noise of best on every benchmark query (benchmarks/bench_spatial.py)
 
 
-class PointIndex:
+class PointIndex(BatchQueries):
     """2-D points stored as `P[x, y, id]` under a uniform grid, built once, queried many times.
 
     Parameters
@@ -148,7 +139,7 @@ class PointIndex:
 
     def _new_call(self, name, scalars):
         """A new packed call of single-query kernel `name` (compiled once), with its own query box."""
-        box = _box_tensor(np.zeros((1, 2)), np.zeros((1, 2)), batched=False)
+        box = box_tensor(np.zeros((1, 2)), np.zeros((1, 2)), batched=False)
         args = dict(B=box, P=self.tensor, **{s: 0.0 for s in scalars})
         k = compiled(self.kernels, name, EINSUMS[name], args, out=SparseList(Pattern(), shape=self.n))
         call = k.pack(**args)
@@ -266,89 +257,6 @@ class PointIndex:
         y1 = by if y1 > by else y1
         return x0, y0, x1, y1
 
-    # ------------------------------------------------------------------ batched queries
-    def _keys(self, name, lo, hi, first, **vectors):
-        """The pairs of a batched kernel over the boxes lo, hi (queries first, first + 1, ...), clipped
-        to the points' bounds (`_clip_many`): int64 keys q * n + id, sorted, or a (2, k) array of
-        pairs sorted by (query, id) when such keys could overflow."""
-        lo, hi, kept = self._clip_many(lo, hi)          # kept: rows of this chunk
-        if self.n == 0 or len(kept) == 0:
-            return np.zeros(0, np.int64)
-        rows = kept + first
-        args = dict(B=_box_tensor(lo, hi), P=self.tensor,
-                    **{k: Tensor(Dense(Element(0.0, val=np.ascontiguousarray(v[kept])), len(kept)))
-                       for k, v in vectors.items()})
-        k = compiled(self.kernels, name, EINSUMS[name], args, out=Dense(SparseList(Pattern(), shape=self.n)))
-        fibers = k(**args).levels()[1]
-        q = np.repeat(rows, np.diff(fibers.ptr))
-        ids = self.perm[fibers.idx].astype(np.int64)
-        if (int(rows[-1]) + 1) * self.n >= 2**62:          # the key below would overflow
-            order = np.lexsort((ids, q))
-            return np.stack([q[order], ids[order]])
-        # pairs sorted by (query, id) through one int64 key q * n + id: a stable sort of the key
-        # (q is already sorted) runs 4-10x faster than lexsort
-        key = q * self.n + ids
-        key.sort(kind="stable")
-        return key
-
-    def _chunked(self, name, lo, hi, workers, **vectors):
-        """(2, k) pairs of the boxes lo, hi (one per query), split into contiguous chunks of queries
-        over `workers` threads; per-query vectors (X, Y, R) are sliced with the boxes.  Everything
-        per query runs on the chunk's thread, the final (2, k) array is written by the threads in
-        place (`_assemble`): nothing proportional to the pairs is left on the calling thread."""
-        keys = map_chunks(lambda a, b: self._keys(name, lo[a:b], hi[a:b], a,
-                                                  **{k: v[a:b] for k, v in vectors.items()}),
-                          len(lo), workers)
-        return self._assemble(keys)
-
-    def _assemble(self, keys):
-        """The (2, k) pairs of the chunks' `_keys`, in chunk order: each chunk's keys are split by
-        `divmod` into its slice of one preallocated array, one thread per chunk."""
-        sizes = [p.shape[-1] for p in keys]
-        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        out = np.empty((2, int(offsets[-1])), np.int64)
-
-        def write(c):
-            p, a, b = keys[c], offsets[c], offsets[c + 1]
-            if p.ndim == 2:
-                out[:, a:b] = p
-            else:
-                np.divmod(p, self.n, out=(out[0, a:b], out[1, a:b]))
-        map_parts(write, len(keys))
-        return out
-
-    def box_many(self, lo, hi, workers: int = 1) -> np.ndarray:
-        """(2, k) int64 pairs (query index, point id) of points in each closed box lo[i]..hi[i].
-        `workers`: threads the queries are split over (contiguous chunks; the same pairs)."""
-        workers = check_workers(workers)
-        lo, hi = boxes_arg(lo, "lo"), boxes_arg(hi, "hi")
-        if lo.shape != hi.shape:
-            raise FormatError(f"lo has shape {lo.shape} but hi has {hi.shape}")
-        bad = np.argwhere(lo > hi)
-        if bad.size:
-            i, j = bad[0]
-            raise FormatError(f"lo[{i}, {j}] = {lo[i, j]!r} is greater than hi[{i}, {j}] = {hi[i, j]!r}")
-        return self._chunked("box_many", lo, hi, workers)
-
-    def radius_many(self, centers, r, workers: int = 1) -> np.ndarray:
-        """(2, k) int64 pairs (query index, point id) of points within distance r (scalar or one per
-        centre) of each centre.  `workers`: threads the queries are split over (contiguous chunks;
-        the same pairs)."""
-        workers = check_workers(workers)
-        c = boxes_arg(centers, "center")
-        m = len(c)
-        rr = radii_arg(r, m)
-        x0, y0, x1, y1 = _disk_box(c[:, 0], c[:, 1], rr)
-        return self._chunked("radius_many", np.stack([x0, y0], 1), np.stack([x1, y1], 1), workers,
-                             X=c[:, 0], Y=c[:, 1], R=rr)
-
-    def _clip_many(self, lo, hi):
-        """`_clip` of each box (row): (lo, hi, rows) of the boxes that meet the points' bounding
-        box, clamped to it, and their row numbers (int64, increasing)."""
-        a, b = np.array(self.bounds[:2]), np.array(self.bounds[2:])
-        rows = np.flatnonzero(((lo <= b) & (hi >= a)).all(1))
-        return np.clip(lo[rows], a, b), np.clip(hi[rows], a, b), rows
-
 
 def _grid_shape(n, span, cell_points):
     """Cells per axis: about n / cell_points cells, with the aspect ratio of the bounding box."""
@@ -361,13 +269,6 @@ def _grid_shape(n, span, cell_points):
     return (nx, ny)
 
 
-def _box_tensor(lo, hi, batched=True) -> Tensor:
-    """B[x, y] (one box) or B[q, x, y] (a box per row) with closed sides."""
-    y = SparseInterval(Pattern(), np.ascontiguousarray(lo[:, 1]), np.ascontiguousarray(hi[:, 1]), "both")
-    x = SparseInterval(y, np.ascontiguousarray(lo[:, 0]), np.ascontiguousarray(hi[:, 0]), "both")
-    return Tensor(Dense(x, len(lo)) if batched else x, name="boxes")
-
-
 def index(points, cell_points: int = CELL_POINTS) -> PointIndex:
     """Build the point index once (see `PointIndex`); pass it to the queries."""
     return points if isinstance(points, PointIndex) else PointIndex(points, cell_points)
@@ -376,35 +277,36 @@ def index(points, cell_points: int = CELL_POINTS) -> PointIndex:
 def box_query(points, lo, hi, sort: bool = True, workers: int = 1) -> np.ndarray:
     """Points in the closed box lo..hi: ids for lo, hi of shape (2,) (sorted unless sort=False);
     (2, k) pairs (query index, point id) for (m, 2) arrays of boxes (Shapely's
-    `STRtree.query(boxes)` convention), always sorted (`sort` applies to single queries).
+    `STRtree.query(boxes)` convention), grouped by query in query order, ids sorted within a query
+    unless sort=False (then in layout order, as Shapely's tree order).
     `workers` (batches): threads the boxes are split over, in contiguous chunks; the pairs are the
     same as with workers=1.  Dask arrays of boxes give a Dask array of the pairs, block by block
     (`ctensor.apps.spatial_dask`).  Raises TypeError for a `sort` that is not a bool, TypeError or
     ValueError for a bad `workers` (see the module docstring)."""
-    as_flag(sort, "sort")
+    sort = as_flag(sort, "sort")
     check_workers(workers)
     idx = index(points)
     if is_dask_array(lo) or is_dask_array(hi):
         from .spatial_dask import box_many
-        return box_many(idx, lo, hi, workers)
+        return box_many(idx, lo, hi, workers, sort)
     if np.ndim(lo) == 2 or np.ndim(hi) == 2:
-        return idx.box_many(lo, hi, workers)
+        return idx.box_many(lo, hi, workers, sort)
     return idx.box(lo, hi, sort)
 
 
 def radius_query(points, center, r, sort: bool = True, workers: int = 1) -> np.ndarray:
     """Points at distance <= r of center: ids for one centre (2,) (sorted unless sort=False); (2, k)
     pairs (query index, point id) for (m, 2) centres, with r a number or one radius per centre,
-    always sorted (`sort` applies to single queries).  `workers` (batches): threads the centres are
+    ids sorted within each query unless sort=False (as `box_query`).  `workers` (batches): threads the centres are
     split over, in contiguous chunks; the pairs are the same as with workers=1.  Dask arrays of
     centres (or radii) give a Dask array of the pairs (`ctensor.apps.spatial_dask`).  Raises
     TypeError for a non-bool `sort`, TypeError or ValueError for a bad `workers`."""
-    as_flag(sort, "sort")
+    sort = as_flag(sort, "sort")
     check_workers(workers)
     idx = index(points)
     if is_dask_array(center) or is_dask_array(r):
         from .spatial_dask import radius_many
-        return radius_many(idx, center, r, workers)
+        return radius_many(idx, center, r, workers, sort)
     if np.ndim(center) == 2:
-        return idx.radius_many(center, r, workers)
+        return idx.radius_many(center, r, workers, sort)
     return idx.radius(center, r, sort)

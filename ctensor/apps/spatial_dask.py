@@ -2,8 +2,8 @@
 by block of rows, each block answered by `PointIndex.box_many` / `radius_many` (the compiled
 einsums of `ctensor.apps.spatial`) against one index sent to every worker once
 (`dask_broadcast.broadcast`).  The answer is a Dask array of (2, k) int64 pairs (query index,
-point id), k unknown until computed, sorted by query then id: `.compute()` equals the in-memory
-batched answer.  Errors in the queries (NaN, lo > hi, negative radius) are raised when the block
+point id), k unknown until computed, sorted by query then id (then layout order with sort=False,
+`spatial_batch`): `.compute()` equals the in-memory batched answer.  Errors in the queries (NaN, lo > hi, negative radius) are raised when the block
 holding them is computed: a FormatError naming the block's first row and the row within it."""
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from ..errors import FormatError
 from .dask_broadcast import broadcast, is_dask_array
 
 
-def _box_block(idx, lo, hi, offset, workers):
-    return _block(lambda: idx.box_many(lo, hi, workers), offset)
+def _box_block(idx, lo, hi, offset, workers, sort):
+    return _block(lambda: idx.box_many(lo, hi, workers, sort), offset)
 
 
-def _radius_block(idx, centers, r, offset, workers):
-    return _block(lambda: idx.radius_many(centers, r, workers), offset)
+def _radius_block(idx, centers, r, offset, workers, sort):
+    return _block(lambda: idx.radius_many(centers, r, workers, sort), offset)
 
 
 def _block(run, offset):
@@ -47,7 +47,7 @@ def _pairs(parts):
         if parts else da.zeros((2, 0), np.int64)
 
 
-def box_many(idx, lo, hi, workers: int = 1):
+def box_many(idx, lo, hi, workers: int = 1, sort: bool = True):
     """(2, k) pairs of the boxes lo[q]..hi[q] (dask arrays, or one of them numpy) as a Dask array."""
     import dask
     lo = _rows(lo, "lo")
@@ -56,12 +56,12 @@ def box_many(idx, lo, hi, workers: int = 1):
         raise FormatError(f"hi: {hi.shape[0]} boxes but lo has {lo.shape[0]}")
     shared = broadcast(idx)
     offsets = np.concatenate([[0], np.cumsum(lo.chunks[0])])
-    parts = [dask.delayed(_box_block)(shared, a, b, int(o), workers)
+    parts = [dask.delayed(_box_block)(shared, a, b, int(o), workers, sort)
              for a, b, o in zip(lo.to_delayed().ravel(), hi.to_delayed().ravel(), offsets[:-1])]
     return _pairs(parts)
 
 
-def radius_many(idx, centers, r, workers: int = 1):
+def radius_many(idx, centers, r, workers: int = 1, sort: bool = True):
     """(2, k) pairs of the discs (dask centres (m, 2); r a number, or (m,) per centre, numpy or
     dask) as a Dask array."""
     import dask
@@ -76,7 +76,7 @@ def radius_many(idx, centers, r, workers: int = 1):
             raise FormatError(f"r: expected a number or one radius per centre ({centers.shape[0]}), got shape {r.shape}")
         radii = list(r.rechunk(centers.chunks[0]).to_delayed().ravel())
     shared = broadcast(idx)
-    parts = [dask.delayed(_radius_block)(shared, c, rr, int(o), workers)
+    parts = [dask.delayed(_radius_block)(shared, c, rr, int(o), workers, sort)
              for c, rr, o in zip(centers.to_delayed().ravel(), radii, offsets[:-1])]
     return _pairs(parts)
 

@@ -30,6 +30,8 @@ def test_exact_order_is_stable_argsort(n, chroms):
     x = _axis(rng, n, chroms, ties=0.2)
     assert np.array_equal(exact_order(x), np.argsort(x, kind="stable"))
     assert np.array_equal(exact_order(np.sort(x)), np.arange(n))
+    k = x.astype(np.int64)                  # integer keys (the index's code * width + start)
+    assert np.array_equal(exact_order(k), np.argsort(k, kind="stable"))
 
 
 def test_exact_order_off_the_genome_axis_falls_back():

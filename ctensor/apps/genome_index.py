@@ -144,7 +144,8 @@ class GenomeIndex(TrackOps):
         # rank j -> data row (None: the data came in start order, checked in one pass, no sort)
         # (stable: equal starts keep the data's order; radix passes, `radix_order`: 2M starts in
         # ~0.05 s where numpy's stable argsort took 0.5-0.7 s)
-        self.order = None if bool((gs[1:] >= gs[:-1]).all()) else exact_order(gs)
+        # the start order of the integers code * (max s + 2) + s is that of gs (no float keys)
+        self.order = None if bool((gs[1:] >= gs[:-1]).all()) else exact_order(codes * (int(s.max()) + 2) + s)
         if self.order is not None:
             gs, ge, codes = gs[self.order], ge[self.order], codes[self.order]
         self.ranked = RankedColumns(df, self.order)         # the data columns by rank, on first use

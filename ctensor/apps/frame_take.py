@@ -3,14 +3,16 @@ output side of the apps' pair operations (`overlap`, `intersect`, `closest`, `wi
 whose result frame repeats the query and data rows of millions of pairs.
 
 `take_rows(frame, rows, workers)` equals `frame.iloc[rows].reset_index(drop=True)` (the same
-columns, dtypes and values).  Each column is gathered on its own, numpy columns by `np.take`
-into a preallocated array, extension arrays (pandas' Arrow strings, nullable integers,
-categoricals) by their `take`, and one DataFrame is made of them without a copy: `iloc` takes a
-block of same-dtype columns as one 2-D array, which at 16M pairs cost 1.0 s per block against
-0.03-0.2 s per column this way.  With several workers each column is taken in contiguous chunks of
-`rows` on a thread pool (`workers.map_chunks`): numpy columns into slices of one array
-(`np.take(..., out=)` releases the GIL for non-object dtypes), extension arrays as chunks that
-`_concat_same_type` joins (for Arrow-backed arrays a chunked array: no copy).
+columns, dtypes and values).  Each column is gathered on its own, numpy columns by `np.take`,
+extension arrays (pandas' Arrow strings, nullable integers, categoricals) by their `take`, and one
+DataFrame is made of them without a copy (fewer than `SMALL_TAKE` rows: iloc, whose fixed cost is
+lower).  One thread: about iloc's CPU time for integer columns (16M rows of three int64 columns,
+83 vs 104 ms in row order, 326 vs 332 ms at random rows); what it adds is `taken` (a column the
+caller already has, e.g. an overlap pair's chromosome, is not gathered again) and the split over
+threads: with several workers each column is taken in contiguous chunks of `rows` on a thread
+pool (`workers.map_chunks`), numpy columns into slices of one array (`np.take(..., out=)` releases
+the GIL for non-object dtypes), extension arrays as chunks that `_concat_same_type` joins (for
+Arrow-backed arrays a chunked array: no copy).
 """
 from __future__ import annotations
 
@@ -19,9 +21,11 @@ import threading
 import numpy as np
 import pandas as pd
 
-from .workers import map_chunks
+from .workers import chunks, map_chunks
 
 __all__ = ["RankedColumns", "take_rows"]
+
+SMALL_TAKE = 2048       # fewer rows: frame.iloc (one take per block of same-dtype columns)
 
 
 def take_rows(frame: pd.DataFrame, rows: np.ndarray, workers: int = 1, taken=None) -> pd.DataFrame:
@@ -30,10 +34,10 @@ def take_rows(frame: pd.DataFrame, rows: np.ndarray, workers: int = 1, taken=Non
     `taken`: {column name: values} of columns the caller already holds at `rows` (e.g. the
     chromosome of an overlap pair, the query's own column), used as they are (no copy)."""
     rows = np.asarray(rows, np.int64)
-    if frame.shape[1] == 0 or not frame.columns.is_unique:
+    if frame.shape[1] == 0 or not frame.columns.is_unique or len(rows) < SMALL_TAKE:
+        # few rows: pandas' one take per block costs less than a column's fixed overhead
         return frame.iloc[rows].reset_index(drop=True)
-    if len(rows) and (rows.min() < 0 or rows.max() >= len(frame)):     # np.take below clips
-        raise IndexError(f"rows: positions must lie in [0, {len(frame)})")
+    _check(rows, len(frame), workers)
     taken = taken or {}
     cols = {}
     for name in frame.columns:
@@ -46,6 +50,13 @@ def take_rows(frame: pd.DataFrame, rows: np.ndarray, workers: int = 1, taken=Non
     return _assemble(frame, cols)
 
 
+def _check(rows, n, workers):
+    """IndexError for a row outside [0, n) when the take is split over threads (np.take into slices
+    of one array runs with mode='clip'); one thread's np.take raises it itself."""
+    if len(chunks(len(rows), workers)) > 1 and len(rows) and (rows.min() < 0 or rows.max() >= n):
+        raise IndexError(f"rows: positions must lie in [0, {n})")
+
+
 def _assemble(frame, cols):
     """One DataFrame of the taken columns (no copy), with `frame`'s column Index (type, name)."""
     out = pd.DataFrame(cols, copy=False)
@@ -56,6 +67,8 @@ def _assemble(frame, cols):
 def _take_column(values, rows, workers):
     """One column's values at `rows`: a numpy array or an extension array of the same dtype."""
     if isinstance(values, np.ndarray):
+        if len(chunks(len(rows), workers)) == 1:
+            return np.take(values, rows)            # mode='raise': IndexError out of range
         out = np.empty(len(rows), values.dtype)
 
         def part(lo, hi):
@@ -71,8 +84,10 @@ class RankedColumns:
     """The columns of an index's data frame in the index's start order (rank j holds row
     order[j]), each taken once on first use and kept: an overlap's pairs list, per query, a run of
     consecutive ranks, so gathering the data columns by rank reads runs of neighbouring entries,
-    where gathering by row read one random entry per pair (2M x 2M, 16M pairs: the three integer
-    data columns 0.75 -> ~0.2 s).  `order` None: the frame is already in start order.
+    where gathering by row read one random entry per pair (2M x 2M, 15.4M pairs in query order,
+    CPU time: 100 vs 129 ms per int64 column, and no order[j] gather of the pairs, 27 ms); the
+    columns cost one gather of the data's rows each, once per index.  `order` None: the frame is
+    already in start order.
     Safe from many threads (built under a lock, read-only after)."""
 
     def __init__(self, frame: pd.DataFrame, order):
@@ -88,12 +103,11 @@ class RankedColumns:
 
     def take(self, ranks: np.ndarray, workers: int = 1, taken=None) -> pd.DataFrame:
         """`take_rows` of the frame at the rows of `ranks` (positions in start order)."""
-        if self.order is None or not self.frame.columns.is_unique:
+        ranks = np.asarray(ranks, np.int64)
+        if self.order is None or not self.frame.columns.is_unique or len(ranks) < SMALL_TAKE:
             rows = ranks if self.order is None else self.order[ranks]
             return take_rows(self.frame, rows, workers, taken)
-        ranks = np.asarray(ranks, np.int64)
-        if len(ranks) and (ranks.min() < 0 or ranks.max() >= len(self.frame)):
-            raise IndexError(f"ranks: positions must lie in [0, {len(self.frame)})")
+        _check(ranks, len(self.frame), workers)
         taken = taken or {}
         return _assemble(self.frame, {name: taken[name] if name in taken else
                                       _take_column(self._column(name), ranks, workers)

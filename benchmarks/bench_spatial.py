@@ -15,7 +15,7 @@ tests.  Timed: from the query arrays in Python to the answer's numpy arrays.
 Contracts (`extra_info["contract"]`; the report compares only within one):
 - sorted: single queries, int64 ids ascending; batches, int64 (2, k) pairs (query, id) sorted by
   query then id.  ctensor's default; cKDTree's `return_sorted=True`; Shapely, pykdtree and the numba
-  grid followed by the same sort (`sorted_ids`, `sorted_pairs`).
+  grid followed by the sort ctensor uses (`sorted_ids`: `spatial.sort_ids`; `sorted_pairs`).
 - unsorted: ids in the implementation's own order (ctensor `sort=False`: layout order; Shapely: tree
   order; cKDTree `return_sorted=False`; pykdtree: distance order); batches grouped by query.
 Threads (`extra_info["threads"]`): 1, or "all" (ctensor `workers=-1`, cKDTree `workers=-1`,
@@ -102,9 +102,9 @@ BOX = {
     "ctensor": (lambda n, lo, hi: ctensor_index(n).box(lo, hi), "sorted", 1),
     "ctensor unsorted": (lambda n, lo, hi: ctensor_index(n).box(lo, hi, sort=False), "unsorted", 1),
     "shapely": (lambda n, lo, hi: strtree(n).query(shapely.box(*lo, *hi)), "unsorted", 1),
-    "shapely sorted": (lambda n, lo, hi: sorted_ids(strtree(n).query(shapely.box(*lo, *hi))), "sorted", 1),
+    "shapely sorted": (lambda n, lo, hi: sorted_ids(strtree(n).query(shapely.box(*lo, *hi)), n), "sorted", 1),
     "numba ref": (numba_box, "unsorted", 1),
-    "numba ref sorted": (lambda n, lo, hi: sorted_ids(numba_box(n, lo, hi)), "sorted", 1),
+    "numba ref sorted": (lambda n, lo, hi: sorted_ids(numba_box(n, lo, hi), n), "sorted", 1),
 }
 
 
@@ -122,14 +122,14 @@ RADIUS = {
     "ctensor": (lambda n, c, r: ctensor_index(n).radius(c, r), "sorted", 1),
     "ctensor unsorted": (lambda n, c, r: ctensor_index(n).radius(c, r, sort=False), "unsorted", 1),
     "shapely": (_dwithin, "unsorted", 1),
-    "shapely sorted": (lambda n, c, r: sorted_ids(_dwithin(n, c, r)), "sorted", 1),
+    "shapely sorted": (lambda n, c, r: sorted_ids(_dwithin(n, c, r), n), "sorted", 1),
     "shapely bbox+filter": (_bbox_filter, "unsorted", 1),
     "ckdtree": (lambda n, c, r: np.asarray(ckdtree(n).query_ball_point(c, r, return_sorted=True), np.int64),
                 "sorted", 1),
     "ckdtree unsorted": (lambda n, c, r: np.asarray(ckdtree(n).query_ball_point(c, r, return_sorted=False),
                                                     np.int64), "unsorted", 1),
     "numba ref": (numba_radius, "unsorted", 1),
-    "numba ref sorted": (lambda n, c, r: sorted_ids(numba_radius(n, c, r)), "sorted", 1),
+    "numba ref sorted": (lambda n, c, r: sorted_ids(numba_radius(n, c, r), n), "sorted", 1),
 }
 
 
@@ -348,7 +348,7 @@ OUTLIER_IMPLS = {
     "ctensor": (lambda d: d[0].box(d[2], d[3]), "sorted", 1),
     "ctensor unsorted": (lambda d: d[0].box(d[2], d[3], sort=False), "unsorted", 1),
     "shapely": (lambda d: d[1].query(shapely.box(*d[2], *d[3])), "unsorted", 1),
-    "shapely sorted": (lambda d: sorted_ids(d[1].query(shapely.box(*d[2], *d[3]))), "sorted", 1),
+    "shapely sorted": (lambda d: sorted_ids(d[1].query(shapely.box(*d[2], *d[3])), d[0].n), "sorted", 1),
 }
 
 

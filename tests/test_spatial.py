@@ -197,3 +197,27 @@ def test_bad_input():
         sp.radius_query(idx, np.zeros((2, 2)), [1.0, -2.0])
     with pytest.raises(ct.FormatError, match="center"):
         sp.radius_query(idx, (0.0,), 1.0)
+
+
+@pytest.mark.parametrize("n", [5_000, 2**16, 2**16 + 1, 10**7, 2**31 + 5])
+def test_sort_ids_equals_numpy_sort(n):
+    """`sort_ids` (int64 sort, int32 sort, counting passes over 16-bit digits, by size) against
+    np.sort, at sizes on both sides of each switch, ids up to n - 1 (one and two digits; past
+    2**31 the int64 sort)."""
+    rng = np.random.default_rng(n)
+    for k in [0, 1, sp.INT32_SORT_AT - 1, sp.INT32_SORT_AT, sp.RADIX_SORT_AT - 1, sp.RADIX_SORT_AT, 4999]:
+        inner = 1 + rng.choice(n - 2, size=max(k - 2, 0), replace=False)      # ids 1 .. n - 2
+        ids = rng.permutation(np.concatenate([inner, [0, n - 1][:k]])).astype(np.int64)  # and both ends
+        want = np.sort(ids)
+        got = sp.sort_ids(ids.copy(), n)
+        assert got.dtype == np.int64 and np.array_equal(got, want)
+
+
+def test_large_single_answers_sorted_by_counting_passes(synthetic):
+    """Single queries with more than RADIX_SORT_AT ids (the counting-pass sort) equal Shapely's."""
+    xy, idx, tree = synthetic
+    lo, hi = (1000.0, 2000.0), (9000.0, 8000.0)
+    got = sp.box_query(idx, lo, hi)
+    assert got.size > sp.RADIX_SORT_AT and np.array_equal(got, strtree_box(tree, lo, hi))
+    got = sp.radius_query(idx, (5000.0, 5000.0), 3000.0)
+    assert got.size > sp.RADIX_SORT_AT and np.array_equal(got, strtree_radius(tree, (5000.0, 5000.0), 3000.0))

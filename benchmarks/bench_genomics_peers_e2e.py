@@ -9,7 +9,10 @@ GENOMICS_E2E_SCALE=1 adds the 2M x 2M tier (minutes), GENOMICS_E2E_ONLY=name[,na
 those workloads (names as in the report), GENOMICS_E2E_OPS=op[,op] only those operations (names of
 genomics_e2e_common.OPS, e.g. coverage,merge), GENOMICS_E2E_SCALE_SLOW=1 runs bioframe and bedtools at
 scale too (default: skipped there, they take tens of seconds per call), GENOMICS_E2E_STAT=min reports
-each tool's fastest call instead of the median (for a loaded machine).
+each tool's fastest call instead of the median (for a loaded machine), GENOMICS_E2E_CLOCK=cpu times
+CPU seconds (the process's threads and the children it waited for: `genomics_e2e_common.clock`)
+instead of wall time: on a shared machine the work each tool does, whatever the others' load; the
+2-thread polars-bio column then sums both threads' work.
 
 A plain script, not pytest-benchmark: pyranges1 exists only in the Python 3.12 interpreter, so it
 runs in a subprocess (genomics_e2e_worker.py) that must time its own calls; one harness
@@ -216,6 +219,7 @@ def main(argv):
         ["git", "-C", src, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     results = {"meta": {"ctensor": src, "commit": commit, "load": os.getloadavg(),
                         "stat": os.environ.get("GENOMICS_E2E_STAT", "median"),
+                        "clock": os.environ.get("GENOMICS_E2E_CLOCK", "wall"),
                         "cpus": os.cpu_count()}, "workloads": {}}
     with tempfile.TemporaryDirectory(prefix="genomics_e2e_") as tmp:
         for name, make, presorted in workloads():

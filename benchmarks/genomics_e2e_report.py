@@ -160,7 +160,9 @@ def summary(workloads):
 
 def render(data):
     meta, workloads = data["meta"], data["workloads"]
-    lines = ["Median ms, one thread (polars-bio also at 2); (ratio) = peer / ctensor end to end, "
+    stat = "Minimum" if meta.get("stat") == "min" else "Median"
+    unit = "CPU ms (process and waited-for children)" if meta.get("clock") == "cpu" else "ms"
+    lines = [f"{stat} {unit}, one thread (polars-bio also at 2); (ratio) = peer / ctensor end to end, "
              "> 1 means ctensor is faster; — = the peer has no such operation; ✗ = answer differs "
              "(not ranked); † = rows not in query order.  "
              f"ctensor {meta.get('commit') or meta['ctensor']}.  "

@@ -460,3 +460,24 @@ def test_closest_frame_with_empty_data_equals_pandas_construction():
     qi, dj, dist = np.arange(2), np.full(2, -1), np.full(2, -1)
     pd.testing.assert_frame_equal(closest_frame(q, data, qi, dj, dist, True),
                                   _closest_frame_oracle(q, data, qi, dj, dist, True))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_first_tie_by_rank_equals_extremum_einsum(seed):
+    """genome_closest._first_tie (one rank search over the running maximum of the ends) equals the
+    extremum einsum map_min of j over the overlap candidates, on nested, touching and equal-start
+    intervals over two chromosomes, for queries widened by their distance (each meets a tie)."""
+    from ctensor.apps import genome_closest as gc
+    from ctensor.apps.genome_sets import map_values
+    rng = np.random.default_rng(seed)
+    m, n = 1500, 2500
+    ds = rng.integers(0, 30_000, m)
+    de = ds + np.where(rng.random(m) < 0.05, rng.integers(1000, 8000, m), rng.integers(1, 60, m))
+    idx = g.index(pd.DataFrame({"chrom": np.array(["chr1", "chr2"])[rng.integers(0, 2, m)], "start": ds, "end": de}))
+    qs = rng.integers(0, 40_000, n)
+    gs, ge, _ = idx.genome(np.array(["chr1", "chr2"])[rng.integers(0, 2, n)], qs, qs + rng.integers(1, 40, n))
+    dist = gc._distance(idx, gs, ge)
+    assert np.isfinite(dist).all()
+    lo, hi = gs - dist, ge + dist
+    want = map_values(idx, lo, hi, np.arange(idx.n, dtype=np.float64), "min")
+    np.testing.assert_array_equal(gc._first_tie(idx, lo, hi), want.astype(np.int64))

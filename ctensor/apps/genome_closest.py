@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import Dense, Pattern, SparseInterval, SparseList, Tensor
-from .genome_layout import SPAN, decode, interval_tensor, rows, values
+from .genome_layout import SPAN, decode, interval_tensor, rows, sorted_points, values
 from .genome_sets import map_values
 from .radix_order import visit_order
 
@@ -31,18 +31,16 @@ def nearest(index, gs, ge, ties):
     d, lo, hi = (dist, gs, ge) if every else (dist[has], gs[has], ge[has])
     lo, hi = lo - d, hi + d
     if ties != "all" and not len(index._zero_at):
-        # the first (last) tie is the least (greatest) j among the pairs (see below): one extremum
-        # einsum over the same candidates (map_min / map_max of the value j), no pair list; per
-        # row, so run in start order and put back
-        jv = np.arange(index.n, dtype=np.float64)
-        op = "min" if ties == "first" else "max"
+        # the first (last) tie is the least (greatest) j among the pairs (see below), per row: run
+        # in start order and put back
+        one = _first_tie if ties == "first" else _last_tie
         sub = _within(perm, has, len(gs))
         if sub is None:
-            j = map_values(index, lo, hi, jv, op)
+            j = one(index, lo, hi)
         else:
-            j = np.empty(len(lo))
-            j[sub] = map_values(index, lo[sub], hi[sub], jv, op)
-        return with_missing(has, index._data_rows(j.astype(np.int64)), d.astype(np.int64), finite)
+            j = np.empty(len(lo), np.int64)
+            j[sub] = one(index, lo[sub], hi[sub])
+        return with_missing(has, index._data_rows(j), d.astype(np.int64), finite)
     ptr, j = _tie_pairs(index, lo, hi, _within(perm, has, len(gs)))
     if ties == "all":
         # each query's rows and its distance repeated over its pairs (two repeats of per-query
@@ -77,6 +75,39 @@ def _visit(gs):
     if len(gs) < VISIT_AT or np.count_nonzero(gs[1:] < gs[:-1]) * SORTED_ENOUGH <= len(gs):
         return None
     return visit_order(gs)
+
+
+def _first_tie(index, lo, hi):
+    """The least rank j of a data interval meeting each widened query [lo, hi) (each meets one):
+    #(j with M[j] <= lo), M the running maximum of the ends in start order, by the rank einsum
+    over M's pinpoints (`_reach`).  Every j before the first tie j* starts before hi (starts are
+    sorted, j* starts before hi), so it ends at or before lo; End[j*] > lo: M first passes lo at j*.
+    One finger search per query where the extremum einsum (map_min) tested every candidate in
+    [lo - maxlen, hi)."""
+    A = interval_tensor(index._ninf(len(lo)), lo, "both")
+    N = index._run("rank_both", "rank", A=A, S=_reach(index))
+    return np.asarray(N.level.child.val, np.int64)
+
+
+def _last_tie(index, lo, hi):
+    """The greatest rank j of a data interval meeting each widened query [lo, hi): the extremum
+    einsum map_max of the value j over the overlap candidates (no search finds the last j < rank(hi)
+    with End[j] > lo: the ends are not in order)."""
+    jv = np.arange(index.n, dtype=np.float64)
+    return map_values(index, lo, hi, jv, "max").astype(np.int64)
+
+
+def _reach(index):
+    """The running maximum of the data's ends in start order as sorted pinpoints (ids j), built
+    once per index under its lock (`GenomeIndex` is queried from many threads)."""
+    t = index.__dict__.get("_reach_points")
+    if t is None:
+        with index._lock:
+            t = index.__dict__.get("_reach_points")
+            if t is None:
+                t = sorted_points(np.maximum.accumulate(index._ge))
+                index._reach_points = t
+    return t
 
 
 def _within(perm, has, n):

@@ -16,8 +16,9 @@ stored by point k and their weights W[k, c, m] as a factor of their own:
 
 `Ball[r, s, u] * (r*r + ... <= R2)` is the paper's Circle1 (a box the grid can prune by, and the
 exact test).  `kpconv` runs this einsum with the influence written `max(0, sigma - sqrt(...)) *
-inv_sigma` (`EINSUMS["kpconv_scaled"]`: the same value, no division per kernel point).  The compiler reads the grid-binned P at the neighbour's coordinate rather than at an
-offset (`ctensor.driver.grid_offsets`: r -> a - x, the same sum).  The trailing dense factor `W[k, c, m]` is a
+inv_sigma` (`EINSUMS["kpconv_scaled"]`: the same value, no division per kernel point).  The
+compiler reads the grid-binned P at the neighbour's coordinate rather than at an offset
+(`ctensor.driver.grid_offsets`: r -> a - x, the same sum).  The trailing dense factor `W[k, c, m]` is a
 channel contraction the compiler hands to BLAS (`ctensor.driver.dense_split`): the compiled kernel
 builds `A[i, k, c]` (the weighted neighbour features), numpy's matrix product does
 `A.reshape(n, K*C_in) @ W.reshape(K*C_in, C_out)`.  Queries run in blocks of rows so that A stays

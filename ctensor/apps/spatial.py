@@ -38,9 +38,10 @@ order, identical to `workers=1`.  A bad `workers` raises TypeError (not an int) 
 or below -1).
 
 Pairs are sorted by query index, then point id; with sort=False each query's ids come in the
-index's layout order, as Shapely's come in tree order (`ctensor.apps.spatial_batch`).  `pts` is a `PointIndex` (built once by `index`) or
-anything `index` accepts.  Errors: `ctensor.FormatError` (NaN coordinates, wrong shape, lo > hi,
-negative or NaN radius), `TypeError` (geometries that are not points, non-numeric input).
+index's layout order, as Shapely's come in tree order (`ctensor.apps.spatial_batch`).  Sorted ids
+come from `sort_ids`.  `pts` is a `PointIndex` (built once by `index`) or anything `index` accepts.
+Errors: `ctensor.FormatError` (NaN coordinates, wrong shape, lo > hi, negative or NaN radius),
+`TypeError` (geometries that are not points, non-numeric input).
 """
 from __future__ import annotations
 
@@ -315,10 +316,10 @@ def box_query(points, lo, hi, sort: bool = True, workers: int = 1) -> np.ndarray
 def radius_query(points, center, r, sort: bool = True, workers: int = 1) -> np.ndarray:
     """Points at distance <= r of center: ids for one centre (2,) (sorted unless sort=False); (2, k)
     pairs (query index, point id) for (m, 2) centres, with r a number or one radius per centre,
-    ids sorted within each query unless sort=False (as `box_query`).  `workers` (batches): threads the centres are
-    split over, in contiguous chunks; the pairs are the same as with workers=1.  Dask arrays of
-    centres (or radii) give a Dask array of the pairs (`ctensor.apps.spatial_dask`).  Raises
-    TypeError for a non-bool `sort`, TypeError or ValueError for a bad `workers`."""
+    ids sorted within each query unless sort=False (as `box_query`).  `workers` (batches): threads
+    the centres are split over, in contiguous chunks; the pairs are the same as with workers=1.
+    Dask arrays of centres (or radii) give a Dask array of the pairs (`ctensor.apps.spatial_dask`).
+    Raises TypeError for a non-bool `sort`, TypeError or ValueError for a bad `workers`."""
     sort = as_flag(sort, "sort")
     check_workers(workers)
     idx = index(points)

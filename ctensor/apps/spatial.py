@@ -97,7 +97,7 @@ class PointIndex(BatchQueries):
         bulk = [bulk_range(c[:, k]) for k in range(2)] if n else [(0.0, 1.0)] * 2
         edges = grid_edges(c, _grid_shape(n, [b - a for a, b in bulk], cell_points))
         cell = grid_cells(c, edges)
-        order = grid_order(c, cell)
+        order = grid_order(c, cell, edges)
         self.perm = order.astype(np.int32 if n < 2**31 else np.int64)
         ranks = np.arange(n, dtype=np.int64)
         self.tensor = Tensor(grid_point_levels(c[order], ranks, n, cell[order], edges), name="points", owned=True)

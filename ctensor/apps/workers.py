@@ -149,7 +149,8 @@ def in_order(out, perm, rows=()):
     block started, so the source of every output entry is its row's offset (repeated along the
     block, a sequential pass) plus its position; the row numbers of the output are the blocks'
     own (ascending), and each other array is read once at those sources (runs of consecutive
-    positions).  Scattering every entry to a computed destination cost ~2x more at 16M pairs."""
+    positions).  Scattering every entry to a computed destination instead: 356 vs 295 ms CPU for
+    15.4M pairs over 2M rows."""
     n = len(perm)
     if not rows:
         def back(a):

@@ -28,7 +28,7 @@ class CompiledFunction:
     packed_address: int
     ir_source: object = field(repr=False)   # the optimised IR, or a callable returning it
     unoptimized_ir: str | None   # None when loaded from the disk cache by symbol
-    compile_seconds: dict        # 'emit' (verify+emit+parse+LLVM verify), 'optimize', 'jit'
+    compile_seconds: dict        # 'emit' (verify+emit+parse+LLVM verify), 'optimize', 'jit' (code generation + load)
     packed: object = field(repr=False, default=None)
     source: str = "compiled"     # 'compiled' | 'disk' (object cache) | 'memory' (same process)
     tier: str = "O3"             # pipeline and code generator: 'O0'..'O3', 'light-cg1', 'light-cg0', 'quick-cg0'

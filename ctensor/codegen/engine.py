@@ -256,12 +256,13 @@ class _Engine:
         resident = symbol in self.resident            # loaded by `load` (another caller's entry)
         cached = None if resident else self._read_cached(cache_dir, symbol)
         obj = llvm_ir = None
+        split = {"parse": 0.0, "codegen": 0.0}         # parts of `_make_object`'s time
         if cached is not None:
             obj, llvm_ir = cached
             if not library.present(cache_dir, symbol):      # an entry without its library
                 library.link(cache_dir, symbol, tier, obj, objcache.digest(llvm_ir.encode()))
         elif not resident:
-            obj, llvm_ir = self._make_object(unoptimized, symbol, tier, cache_dir)
+            obj, llvm_ir = self._make_object(unoptimized, symbol, tier, cache_dir, split)
         t2 = time.perf_counter()
         try:
             addresses = self._add(obj, symbol, tier, names)
@@ -272,7 +273,7 @@ class _Engine:
         if not all(addresses) and cached is not None:
             # a verified entry that does not define what its header names (forged, or a bug):
             # compile afresh under the same name (the stray object's symbols are not ours)
-            obj, llvm_ir = self._make_object(unoptimized, symbol, tier, cache_dir)
+            obj, llvm_ir = self._make_object(unoptimized, symbol, tier, cache_dir, split)
             cached = None
             addresses = self._add(obj, symbol, tier, names, force=True)
         t3 = time.perf_counter()
@@ -280,7 +281,9 @@ class _Engine:
             raise RuntimeError(f"JIT did not produce {symbol}")
         if llvm_ir is None:     # resident code: its IR as `load` kept it, or optimised again on demand
             llvm_ir = self.loaded_ir.get(symbol) or (lambda: self._reoptimized(unoptimized, symbol, tier))
-        secs = {"emit": t1 - t0, "optimize": t2 - t1, "jit": t3 - t2}
+        # emit: our emitter, LLVM's parse and verifier; jit: code generation and loading
+        secs = {"emit": t1 - t0 + split["parse"], "optimize": t2 - t1 - split["parse"] - split["codegen"],
+                "jit": t3 - t2 + split["codegen"]}
         return addresses, llvm_ir, unoptimized, secs, "disk" if cached else "compiled"
 
     def _reoptimized(self, text, symbol, tier) -> str:
@@ -299,16 +302,23 @@ class _Engine:
         mod.name, mod.triple, mod.data_layout = symbol, self.triple, self.data_layout
         return mod
 
-    def _make_object(self, text, symbol, tier, cache_dir) -> tuple:
+    def _make_object(self, text, symbol, tier, cache_dir, split=None) -> tuple:
         """Parse, verify and optimise `text` (the tier's pipeline) and generate its object code
         (the O tiers with an O3 code generator, the light ones with their own), writing both to the
-        disk cache: (object code, optimised IR)."""
+        disk cache: (object code, optimised IR).  `split` (a dict) gets the seconds of the parse
+        and of the code generation added to its "parse" and "codegen"."""
+        t0 = time.perf_counter()
         mod = self._parse(text, symbol)
         try:
+            t1 = time.perf_counter()
             self._optimize(mod, tier)
             llvm_ir = str(mod)          # before code generation, which rewrites the module
+            t2 = time.perf_counter()
             with self._borrowed(3 if tier[0] == "O" else int(tier[-1])) as tm:
                 obj = self._emit_object(tm, mod)
+            if split is not None:
+                split["parse"] += t1 - t0
+                split["codegen"] += time.perf_counter() - t2
         finally:
             mod.close()
         digest = objcache.digest(llvm_ir.encode())

@@ -1,7 +1,9 @@
 """`bedtools closest` over a `GenomeIndex`: the nearest data intervals of each query, by two
 extremum einsums and one overlap einsum (`genome_einsums.EINSUMS`: closest_prev, closest_next,
-overlap; map_min / map_max for one tie).  Source: the continuous tensor paper §7.2; the distance
-as bedtools 2.30 counts it."""
+overlap / overlap_ranks; for one tie, ties='first' the rank einsum over the running maximum of the
+ends, 'last' map_max).  Queries come in any order: the searches run in start order, the tie pairs
+come out by row.  Source: the continuous tensor paper §7.2; the distance as bedtools 2.30 counts
+it."""
 from __future__ import annotations
 
 import numpy as np

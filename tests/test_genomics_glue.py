@@ -118,6 +118,16 @@ def test_take_rows_one_worker_equals_iloc():
 
 
 @pytest.mark.parametrize("workers", [1, 2])
+def test_take_rows_keeps_object_string_columns(workers):
+    """An object column of strings stays object (pandas' constructor infers `str` for it from a
+    bare numpy array: overlap's `name` column came back as str from 2048 pairs on)."""
+    df = pd.DataFrame({"name": pd.Series(["a", "b"] * 3000, dtype=object), "x": np.arange(6000)})
+    rows = np.arange(6000)[::-1].copy()
+    pd.testing.assert_frame_equal(take_rows(df, rows, workers), df.iloc[rows].reset_index(drop=True),
+                                  check_exact=True)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
 def test_ranked_columns_equal_iloc_at_the_rows(workers):
     rng = np.random.default_rng(2)
     df = _frame(rng, 9000)

@@ -58,7 +58,11 @@ def _check(rows, n, workers):
 
 
 def _assemble(frame, cols):
-    """One DataFrame of the taken columns (no copy), with `frame`'s column Index (type, name)."""
+    """One DataFrame of the taken columns (no copy), with `frame`'s column Index (type, name).
+    numpy columns go in as Series of their own dtype: the constructor would infer `str` for an
+    object column of strings (pandas' string inference), and a taken frame keeps its dtypes."""
+    cols = {k: pd.Series(v, dtype=v.dtype, copy=False) if isinstance(v, np.ndarray) else v
+            for k, v in cols.items()}
     out = pd.DataFrame(cols, copy=False)
     out.columns = frame.columns
     return out

@@ -379,7 +379,9 @@ class GenomeIndex(TrackOps):
             raise ValueError(f"k: expected a positive integer, got {k!r}")
         check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end, workers)
-        return split_rows(lambda s, e: self._closest(s, e, ties, k), workers, (gs, ge), rows=(0,), order_by=gs)
+        # k == 1: `nearest` runs its searches in start order itself and its pairs come out by row
+        return split_rows(lambda s, e: self._closest(s, e, ties, k), workers, (gs, ge), rows=(0,),
+                          order_by=gs if k > 1 else None)
 
     def _closest(self, gs, ge, ties, k=1):
         return nearest(self, gs, ge, ties) if k == 1 else k_nearest(self, gs, ge, k, ties)

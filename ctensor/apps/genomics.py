@@ -60,6 +60,7 @@ from .genome_index import EINSUMS, GenomeIndex
 from .frame_kinds import polars_in_out
 from .genomics_dask import per_chromosome, queries
 from .frame_take import take_rows
+from .genome_closest_frame import closest_frame
 from .genomics_ops import cluster, complement, jaccard, map, read_rows, signal_stats, slop, window   # noqa: A004
 from .workers import check_workers
 
@@ -186,14 +187,6 @@ def overlap(query, data, return_index: bool = False, workers: int = 1) -> pd.Dat
     return out
 
 
-def _nullable(dtype):
-    """The pandas nullable integer dtype of an integer column's dtype (uint64 -> UInt64: a cast to
-    Int64 fails for values from 2**63 on); a nullable dtype stays as it is."""
-    if isinstance(dtype, pd.api.extensions.ExtensionDtype):
-        return dtype
-    return f"{'U' if dtype.kind == 'u' else ''}Int{dtype.itemsize * 8}"
-
-
 @polars_in_out
 @queries()
 def closest(query, data, ties: str = "all", return_index: bool = False, workers: int = 1, k: int = 1) -> pd.DataFrame:
@@ -220,22 +213,7 @@ def closest(query, data, ties: str = "all", return_index: bool = False, workers:
     _free(q, [f"{c}_" for c in idx.frame.columns] + ["distance"] + (["index", "index_"] if return_index else []),
           "closest")
     qi, dj, dist = idx.closest(*a, ties=ties, workers=workers, k=k)
-    missing = dj < 0
-    left = take_rows(q, qi, workers)
-    nullable = lambda f: f.astype({c: _nullable(f[c].dtype) for c in f.columns if pd.api.types.is_integer_dtype(f[c])})
-    if missing.any():
-        # label -1 is absent: a missing data interval becomes a row of <NA>
-        right = nullable(idx.frame.reset_index(drop=True)).reindex(np.where(missing, -1, dj)).reset_index(drop=True)
-    else:               # a positional take (reindex's label lookup cost ~40 ms for 2M rows)
-        right = nullable(take_rows(idx.frame, dj, workers))
-    right = right.add_suffix("_")
-    out = pd.concat([left, right], axis=1)
-    out["distance"] = pd.array(np.where(missing, 0, dist), dtype="Int64")
-    out.loc[missing, "distance"] = pd.NA
-    if return_index:
-        out.insert(0, "index_", dj)
-        out.insert(0, "index", qi)
-    return out
+    return closest_frame(q, idx.frame, qi, dj, dist, return_index, workers)
 
 
 @polars_in_out

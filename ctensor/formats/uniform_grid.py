@@ -328,8 +328,11 @@ def cells_between_fills(stepper, fill, st) -> Sequence:
 def uniform_edges(lo: float, hi: float, n: int) -> np.ndarray:
     """n equal cells covering [lo, hi] (hi inside the last cell: the top edge is nudged up one ulp)."""
     top = math.nextafter(hi, math.inf)
-    e = lo + (hi - lo) * (np.arange(n + 1, dtype=np.float64) / n)
-    e[0], e[-1] = lo, top
-    if n > 1 and not (np.diff(e) > 0).all():     # a range too narrow for n cells in float64
-        return np.array([lo, top])
+    # hi - lo may overflow (a range wider than the largest float): inf / NaN edges, which the
+    # increasing check below turns into one cell
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = lo + (hi - lo) * (np.arange(n + 1, dtype=np.float64) / n)
+        e[0], e[-1] = lo, top
+        if n > 1 and not (np.diff(e) > 0).all():     # a range too narrow (or too wide) for n cells
+            return np.array([lo, top])
     return e

@@ -46,6 +46,17 @@ def _groups(df, names):
     return {k: order[bounds[k]:bounds[k + 1]] for k in range(len(names)) if bounds[k + 1] > bounds[k]}
 
 
+def _per_chrom(q, idx, names, query):
+    """int64 per query row: `query(idx[k], starts, ends)` over the query rows of each chromosome k
+    the peer's per-chromosome index holds (0 on the others)."""
+    s, e = q["start"].to_numpy(np.int64), q["end"].to_numpy(np.int64)
+    out = np.zeros(len(q), np.int64)
+    for k, rows in _groups(q, names).items():
+        if k in idx:
+            out[rows] = query(idx[k], s[rows], e[rows])
+    return out
+
+
 def _take(col, rows):  # one column's rows: numpy take, or the extension array's own take
     if isinstance(col.dtype, pd.api.extensions.ExtensionDtype):
         return col.array.take(rows)
@@ -144,12 +155,7 @@ def superintervals_peer(names):
         return out
 
     def count(q, idx):
-        s, e = q["start"].to_numpy(np.int64), q["end"].to_numpy(np.int64)
-        out = np.zeros(len(q), np.int64)
-        for k, rows in _groups(q, names).items():
-            if k in idx:
-                out[rows] = idx[k][0].count_batch(i32(s[rows]), i32(e[rows] - 1))
-        return out
+        return _per_chrom(q, idx, names, lambda m, s, e: m[0].count_batch(i32(s), i32(e - 1)))
 
     def pairs(q, idx):
         s, e = q["start"].to_numpy(np.int64), q["end"].to_numpy(np.int64)
@@ -207,12 +213,7 @@ def ailist_peer(names):
         return out
 
     def count(q, idx):
-        s, e = q["start"].to_numpy(np.int64), q["end"].to_numpy(np.int64)
-        out = np.zeros(len(q), np.int64)
-        for k, rows in _groups(q, names).items():
-            if k in idx:
-                out[rows] = idx[k].nhits_from_array(i64(s[rows]), i64(e[rows]))
-        return out
+        return _per_chrom(q, idx, names, lambda a, s, e: a.nhits_from_array(i64(s), i64(e)))
 
     def pairs(q, idx):
         s, e = q["start"].to_numpy(np.int64), q["end"].to_numpy(np.int64)

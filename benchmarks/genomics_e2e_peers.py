@@ -232,7 +232,6 @@ def ailist_peer(names):
 # ----------------------------------------------------------------------------------- bioframe
 def bioframe_peer():
     import bioframe as bf
-    gap = lambda r: _col(r, "distance")
     return {"count": ("call", bf.count_overlaps, _norm_count),
             "overlap": ("call", lambda q, d: bf.overlap(q, d, how="inner"), _norm_pairs),
             # covered bases only ("coverage"), no count / fraction

@@ -115,3 +115,54 @@ def test_union_and_depth_against_brute_force(seed):
     for k, (name, a, b) in enumerate(zip(q["chrom"], q["start"], q["end"])):
         dep = depth.get(name, np.zeros(200, np.int64))
         assert cov["covered"][k] == int((dep[a:b] > 0).sum())
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cover_runs_and_both_plans_against_brute_force(seed):
+    """coverage's union runs (laid out from the reach, `genome_cover.union_runs`) are the einsum
+    union U[x] = D[j, x] * d(j; boolean) that merge prints, and the covered bases of both plans
+    (direct, ranks) equal a per-base count, for queries in any order, zero-length ones, and
+    queries on a chromosome the data lacks."""
+    from ctensor.apps import genome_cover as gc
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(1, 80))
+    c = rng.choice(["chr1", "chr2", "chr3"][: 1 + seed % 3], n)
+    s = rng.integers(0, 150, n)
+    e = s + rng.integers(0, 25 if seed % 2 else 4, n)          # sparse sets touch and leave gaps
+    d = pd.DataFrame({"chrom": c, "start": s, "end": e})
+    idx = g.index(d, ops=("coverage",))
+    us, ur = gc.union_runs(idx._gs, idx._ge)
+    np.testing.assert_array_equal(us, idx.U.level.left)
+    np.testing.assert_array_equal(ur, idx.U.level.right)
+    m = 300
+    qc = rng.choice(["chr1", "chr2", "chr3", "chrX"], m)
+    qs = rng.integers(0, 170, m)
+    qe = qs + rng.integers(0, 40, m)
+    depth = brute(zip(c, s, e))
+    want = []
+    for name, a, b in zip(qc, qs, qe):
+        a, b = (a - 1, b + 1) if a == b else (a, b)         # bedtools widens zero-length queries
+        dep = depth.get(name, np.zeros(200, np.int64))
+        want.append(int((dep[max(a, 0):b] > 0).sum()))
+    gs, ge, _ = idx.genome(qc, qs, qe)
+    for how in ("direct", "ranks"):
+        order = np.argsort(gs, kind="stable")                  # the rank plan's searches go forward
+        got = np.empty(m, np.int64)
+        got[order] = gc.covered(idx, gs[order], ge[order], how)
+        np.testing.assert_array_equal(got, want, err_msg=how)
+    np.testing.assert_array_equal(gc.covered(idx, gs, ge, "direct"), want)     # any order
+    cov = g.coverage(pd.DataFrame({"chrom": qc, "start": qs, "end": qe}), idx)
+    np.testing.assert_array_equal(cov["covered"], want)
+
+
+def test_cover_parts_built_once_across_threads():
+    """Many threads asking for coverage's union runs at once share one build."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ctensor.apps import genome_cover as gc
+    rng = np.random.default_rng(5)
+    s = rng.integers(0, 10**6, 5000)
+    idx = g.index(pd.DataFrame({"chrom": "chr1", "start": s, "end": s + 50}), ops=())
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda _: gc.cover_parts(idx)["Uc"], range(16)))
+    assert all(t is got[0] for t in got)

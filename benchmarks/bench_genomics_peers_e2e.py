@@ -8,7 +8,9 @@ Env: GENOMICS_E2E_L=100,1000,10000,100000 (default 100,10000: the paper's sweep 
 GENOMICS_E2E_SCALE=1 adds the 2M x 2M tier (minutes), GENOMICS_E2E_ONLY=name[,name] runs only
 those workloads (names as in the report), GENOMICS_E2E_OPS=op[,op] only those operations (names of
 genomics_e2e_common.OPS, e.g. coverage,merge), GENOMICS_E2E_SCALE_SLOW=1 runs bioframe and bedtools at
-scale too (default: skipped there, they take tens of seconds per call), GENOMICS_E2E_STAT=min reports
+scale too (default: skipped there, they take tens of seconds per call), GENOMICS_E2E_SKIP=peer[,peer]
+skips those in-process peers everywhere (e.g. pybedtools,bioframe at L = 1e5, where bedtools' coverage
+and closest take minutes), GENOMICS_E2E_STAT=min reports
 each tool's fastest call instead of the median (for a loaded machine), GENOMICS_E2E_CLOCK=cpu times
 CPU seconds (the process's threads and the children it waited for: `genomics_e2e_common.clock`)
 instead of wall time: on a shared machine the work each tool does, whatever the others' load; the
@@ -163,11 +165,13 @@ def run_workload(name, make, presorted, tmp):
     slow_ok = not big or os.environ.get("GENOMICS_E2E_SCALE_SLOW") == "1"
     peers = {"ctensor": p.ctensor_peer(), "ncls": p.ncls_peer(names),
              "superintervals": p.superintervals_peer(names), "ailist": p.ailist_peer(names)}
+    skip = [x for x in os.environ.get("GENOMICS_E2E_SKIP", "").split(",") if x]
     if slow_ok:
         peers.update(bioframe=p.bioframe_peer(), pybedtools=p.pybedtools_peer(presorted))
+    peers = {peer: ops for peer, ops in peers.items() if peer not in skip}
     peers = {peer: {op: spec for op, spec in specs.items() if op in wanted_ops()} for peer, specs in peers.items()}
     rec = {"n_query": len(q), "n_data": len(d), "presorted": presorted, "ops": {op: {} for op in wanted_ops()},
-           "skipped": [] if slow_ok else ["bioframe", "pybedtools"]}
+           "skipped": sorted(set(skip) | (set() if slow_ok else {"bioframe", "pybedtools"}))}
     refs = {}
     for peer, ops in peers.items():
         for op, spec in ops.items():

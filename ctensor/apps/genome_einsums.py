@@ -13,6 +13,8 @@ EINSUMS = {
     "count": "C[i] = (A[i, x] * S[x, j] - B[i, x] * E[x, j]) * d(x, j; counting, counting)",
     # rank of a coordinate among the data starts: #(starts in A[i] = (-inf, t)) or (-inf, t]
     "rank": "N[i] = A[i, x] * S[x, j] * d(x, j; counting, counting)",
+    # the same over distinct pinpoints P[x] (SparseList -> Pattern: the array itself, no ids)
+    "rank_points": "N[i] = A[i, x] * P[x] * d(x; counting)",
     # pairs, two plans for one answer (`GenomeIndex.pair_plan`).  "window": data starting in the
     # query's window W[i] = [qs - maxlen, qe) whose interval meets the query's, in one pass;
     # "ranks": the same candidates as a range of ranks R[i, j] = [rank(qs - maxlen), rank(qe))

@@ -85,6 +85,35 @@ def test_prebuilt_index_is_scattered_once(client, frames):
     same(second, g.overlap(q, idx))
 
 
+def test_broadcast_index_stays_on_every_worker(client, frames):
+    """distributed's Active Memory Manager keeps one replica of a scattered key; each worker keeps
+    its own copy of a broadcast index by token, so a later call sends it nowhere, and the copies
+    go when the client's index is garbage collected."""
+    import gc
+    import time
+    from ctensor.apps import dask_broadcast
+    q, d = frames
+    idx = g.index(d)
+    qd = dd.from_pandas(q, npartitions=4)
+    same(g.count_overlaps(qd, idx), g.count_overlaps(q, idx))
+    handle = dask_broadcast._SCATTERED[idx][client.id]
+    lengths = client.run(lambda: len(dask_broadcast.resolve(handle).frame))     # fetched where not yet held
+    assert list(lengths.values()) == [len(d)] * 2
+    client.amm.run_once()                                                    # drop the extra replicas now
+    assert all(client.run(lambda: handle.token in dask_broadcast._RESIDENT).values())
+    same(g.overlap(qd, idx, return_index=True), g.overlap(q, idx, return_index=True))
+    assert dask_broadcast._SCATTERED[idx][client.id] is handle
+    token = handle.token
+    del idx, handle
+    gc.collect()
+    for _ in range(100):                                                     # the drop is sent without waiting
+        held = client.run(lambda: token in dask_broadcast._RESIDENT)
+        if not any(held.values()):
+            break
+        time.sleep(0.1)
+    assert not any(held.values())
+
+
 def test_spatial_batches_on_dask_arrays(client):
     da = pytest.importorskip("dask.array")
     rng = np.random.default_rng(5)

@@ -1,13 +1,28 @@
 """What the apps' Dask paths share: recognising Dask collections without importing dask, and
 sending one large read-only object (an index) to every worker once.  dask and distributed are
-optional (the `dask` extra): nothing here imports them unless a Dask object is passed."""
+optional (the `dask` extra): nothing here imports them unless a Dask object is passed.
+
+Why not a scattered Future as the tasks' argument: distributed's Active Memory Manager (on by
+default, policy `ReduceReplicas`) drops the extra replicas of a key no task is waiting for within
+seconds, so a `scatter(..., broadcast=True)` index lived on one worker again by the next call and
+every call shipped it anew to the other workers (200 MB for 2M intervals: 0.7 s of a 2-worker
+count on the scale tier).  Instead the tasks get a small `Resident` handle (a token and the key of
+the scattered object); each worker process keeps the object it fetched once, by token, in
+`_RESIDENT` (at most `RESIDENT_MAX` objects, least recently used dropped first; dropped on every
+worker when the client's object is garbage collected)."""
 from __future__ import annotations
 
+import collections
 import threading
+import uuid
 import weakref
 
-_SCATTERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # object -> {client id: Future}
+_SCATTERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # object -> {client id: Resident}
 _LOCK = threading.Lock()
+
+RESIDENT_MAX = 4                                   # objects kept per worker process
+_RESIDENT: "collections.OrderedDict" = collections.OrderedDict()          # token -> object (this process)
+_FETCH_LOCK = threading.Lock()                     # one fetch at a time: threads of a worker share it
 
 
 def is_dask_frame(obj) -> bool:
@@ -21,11 +36,74 @@ def is_dask_array(obj) -> bool:
     return (type(obj).__module__ or "").startswith("dask.array") and hasattr(obj, "to_delayed")
 
 
+class Resident:
+    """A task's handle of a broadcast object: `get()` returns this process's copy, fetched from
+    the cluster the first time (from this worker's own store when the scattered copy lives here)."""
+
+    __slots__ = ("token", "key", "future")
+
+    def __init__(self, token: str, key, future=None):
+        self.token, self.key, self.future = token, key, future    # the future only in the client
+
+    def __reduce__(self):
+        return Resident, (self.token, self.key)
+
+    def get(self):
+        with _LOCK:
+            obj = _RESIDENT.get(self.token)
+            if obj is not None:
+                _RESIDENT.move_to_end(self.token)
+                return obj
+        with _FETCH_LOCK:
+            with _LOCK:
+                obj = _RESIDENT.get(self.token)
+            if obj is None:
+                obj = self._fetch()
+            with _LOCK:
+                _RESIDENT[self.token] = obj
+                while len(_RESIDENT) > RESIDENT_MAX:
+                    _RESIDENT.popitem(last=False)
+        return obj
+
+    def _fetch(self):
+        from distributed import Future, get_client, get_worker
+        try:
+            worker = get_worker()
+        except ValueError:
+            worker = None
+        if worker is not None and self.key in worker.data:
+            return worker.data[self.key]
+        # state="memory": the key is held (the client keeps its future), so fetch it at once; a bare
+        # Future(key) would wait for a state update the scheduler never sends this client
+        return Future(self.key, get_client(), state="memory").result()
+
+
+def resolve(obj):
+    """A task's argument as the object: a `Resident` handle's copy, anything else as it is."""
+    return obj.get() if isinstance(obj, Resident) else obj
+
+
+async def _drop(token):          # a coroutine: `client.run(..., wait=False)` takes only those
+    with _LOCK:
+        _RESIDENT.pop(token, None)
+
+
+def _forget(client_ref, token):
+    """The client's object is gone: its workers drop their copies (best effort)."""
+    client = client_ref()
+    try:
+        if client is not None and client.status == "running":
+            client.run(_drop, token, wait=False)
+    except Exception:          # noqa: BLE001 - a closing client or cluster: the copies die with it
+        pass
+
+
 def broadcast(obj):
-    """`obj` as an argument of many tasks: under a `distributed` client, a Future of it scattered to
-    every worker once per (object, client) and reused by later calls given the same object (so a
-    prebuilt index crosses the network once); without one, a delayed object of it (sent with each
-    graph)."""
+    """`obj` as an argument of many tasks (read it in the task with `resolve`): under a
+    `distributed` client, a `Resident` handle of it, scattered once per (object, client) and kept
+    by each worker process once fetched, reused by later calls given the same object (so a
+    prebuilt index crosses the network once per worker); without one, a delayed object of it (sent
+    with each graph)."""
     import dask
     try:
         from distributed import get_client
@@ -33,11 +111,16 @@ def broadcast(obj):
     except (ImportError, ValueError):
         return dask.delayed(obj, pure=True)
     with _LOCK:
-        futures = _SCATTERED.setdefault(obj, {})
-        fut = futures.get(client.id)
-        if fut is None or fut.status != "finished":
-            fut = futures[client.id] = client.scatter(obj, broadcast=True, hash=False)
-    return fut
+        handles = _SCATTERED.setdefault(obj, {})
+        handle = handles.get(client.id)
+    if handle is None or handle.future.status != "finished":
+        future = client.scatter(obj, hash=False)
+        handle = Resident(uuid.uuid4().hex, future.key, future)
+        with _LOCK:
+            handles[client.id] = handle
+        fin = weakref.finalize(obj, _forget, weakref.ref(client), handle.token)
+        fin.atexit = False
+    return handle
 
 
-__all__ = ["broadcast", "is_dask_array", "is_dask_frame"]
+__all__ = ["Resident", "broadcast", "is_dask_array", "is_dask_frame", "resolve"]

@@ -28,11 +28,11 @@ import functools
 
 import numpy as np
 
-from .dask_broadcast import broadcast, is_dask_frame as is_dask
+from .dask_broadcast import broadcast, is_dask_frame as is_dask, resolve
 
 
 def _partition(part, fn, idx, args, kw, offsets, partition_info=None):
-    out = fn(part, idx, *args, **kw)
+    out = fn(part, resolve(idx), *args, **kw)
     if offsets is not None and len(out):
         k = partition_info["number"] if partition_info else 0
         out["index"] = out["index"] + offsets[k]

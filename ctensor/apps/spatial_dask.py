@@ -10,15 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import FormatError
-from .dask_broadcast import broadcast, is_dask_array
+from .dask_broadcast import broadcast, is_dask_array, resolve
 
 
 def _box_block(idx, lo, hi, offset, workers, sort):
-    return _block(lambda: idx.box_many(lo, hi, workers, sort), offset)
+    return _block(lambda: resolve(idx).box_many(lo, hi, workers, sort), offset)
 
 
 def _radius_block(idx, centers, r, offset, workers, sort):
-    return _block(lambda: idx.radius_many(centers, r, workers, sort), offset)
+    return _block(lambda: resolve(idx).radius_many(centers, r, workers, sort), offset)
 
 
 def _block(run, offset):

@@ -11,7 +11,9 @@ Chromosome k of the indexed data is laid on one real line at offset `k * 2**41`;
 chromosomes absent from the data go to an empty region after the last one.  At most `MAX_CHROMS`
 chromosomes can be indexed.  The index tensors (`S`, `E`, `D`, `End`, `UE`, `Depth`, `U`; `G`,
 `DS`), their formats and sizes are described in `ctensor.apps.genome_layout`; each operation builds the ones it
-reads (`PARTS`, `GRID_PARTS`) once per data set.
+reads (`PARTS`, `GRID_PARTS`) once per data set, and the intervals' start order itself only as far
+as those read it (`genome_axis`: count and merge sort the values, no row order).  Chromosome
+names are coded from the Arrow buffers where they are short (`genome_names`).
 
 Layouts.  `layout="sorted"` (the default) answers counts by searching the sorted starts and ends
 and pairs by a window of the sorted starts.  `layout="grid"` is the paper's uniform grid (§7.2,
@@ -35,7 +37,6 @@ import threading
 import time
 
 import numpy as np
-import pandas as pd
 
 from .. import Dense, Pattern, SparseInterval, SparseList, SparseRunList, Tensor
 from ..errors import FormatError
@@ -43,13 +44,13 @@ from .bedio import read_intervals
 from .genome_einsums import EINSUMS, GRID_PARTS, LAYOUTS, PARTS, SEMIRING
 from .genome_layout import (
     BUILD,
+    VALUE_PARTS,
     GRID_MAX_CELL,
     MAX_CHROMS,
     SPAN,
     cell_floor,
     choose_cell,
     decode,
-    factorize_names,
     query_axis,
     check_grid_memory,
     grid_tensor,
@@ -60,9 +61,9 @@ from .genome_layout import (
     values,
     widen,
 )
-from .frame_take import RankedColumns
 from .genome_closest import k_nearest, nearest
-from .radix_order import exact_order
+from .genome_axis import IntervalAxis
+from .genome_names import key_table, sorted_codes
 from .genome_tracks import TrackOps
 from .workers import check_workers, compiled, split_rows
 
@@ -72,17 +73,7 @@ from .workers import check_workers, compiled, split_rows
 RANK_PLAN_AT = 8.0
 
 
-def _density(codes, gs, ge) -> float:
-    """Intervals per base over the chromosomes' occupied extents (the pair plan's cost model): each
-    chromosome's intervals are one block of the start order, its extent max(end) - first start
-    (one reduceat; a pandas groupby cost ~3.7 ms for 100k intervals)."""
-    if not len(gs):
-        return 0.0
-    first = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    return len(gs) / max(float((np.maximum.reduceat(ge, first) - gs[first]).sum()), 1.0)
-
-
-class GenomeIndex(TrackOps):
+class GenomeIndex(IntervalAxis, TrackOps):
     """Index of a set of genomic intervals (the `data`, bedtools' -b), built once, queried many times.
 
     Parameters
@@ -126,33 +117,21 @@ class GenomeIndex(TrackOps):
             if bad:
                 raise ValueError(f"ops: {bad[0]!r} is not an operation; expected some of {tuple(PARTS)}")
         t0 = time.perf_counter()
+        self.build_seconds = 0.0
         df = read_intervals(data, name)
         self.frame = df
-        codes, chroms = factorize_names(df["chrom"].array)
-        by_name = sorted(range(len(chroms)), key=lambda k: chroms[k])     # codes in name order
-        rank = np.empty(len(chroms), np.int64)
-        rank[by_name] = np.arange(len(chroms), dtype=np.int64)
-        codes, chroms = (rank[codes] if len(chroms) else codes.astype(np.int64)), [chroms[k] for k in by_name]
+        codes, chroms = sorted_codes(df["chrom"].array)
         if len(chroms) > MAX_CHROMS:
             raise FormatError(f"{name}: {len(chroms)} chromosomes; at most {MAX_CHROMS} can be indexed")
         self.chroms = [str(c) for c in chroms]
         s, e, zero = widen(df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64))
-        gs = codes * SPAN + s
-        ge = codes * SPAN + e
-        self._zero_at = np.unique(gs[zero] + 1)            # genome positions of zero-length intervals
+        self._zero_at = np.unique(codes[zero] * SPAN + s[zero] + 1)   # genome positions of zero-length intervals
+        # the intervals in row order; the start-ordered layouts below are made from them on first
+        # use, only those an operation reads (`_ranked_axis`, `_sorted_values`)
+        self._rows_in = (codes, s, e)
+        self.maxlen = float((e - s).max()) if len(s) else 1.0
         self.pair_plan = "auto"         # or 'window' / 'ranks' (see EINSUMS; tests pin each)
-        # rank j -> data row (None: the data came in start order, checked in one pass, no sort)
-        # (stable: equal starts keep the data's order; radix passes, `radix_order`: 2M starts in
-        # ~0.05 s where numpy's stable argsort took 0.5-0.7 s)
-        # the start order of the integers code * (max s + 2) + s is that of gs (no float keys)
-        self.order = None if bool((gs[1:] >= gs[:-1]).all()) else exact_order(codes * (int(s.max()) + 2) + s)
-        if self.order is not None:
-            gs, ge, codes = gs[self.order], ge[self.order], codes[self.order]
-        self.ranked = RankedColumns(df, self.order)         # the data columns by rank, on first use
-        self.density = _density(codes, gs, ge)
-        self.maxlen = float((ge - gs).max()) if len(gs) else 1.0
-        self._gs, self._ge = gs, ge
-        self.n = len(gs)
+        self.n = len(s)
         self.kernels = {}
         self._parts = {}
         self._lock = threading.RLock()          # lazy index tensors: built once, whatever the threads
@@ -160,9 +139,10 @@ class GenomeIndex(TrackOps):
         self.layout = layout
         self.parts = GRID_PARTS if layout == "grid" else PARTS
         # the grid's width: the grid and the start/end values within 2x the interval arrays
-        self.cell = None if layout != "grid" else int(cell) if cell is not None else choose_cell(gs, ge, 16 * self.n)
+        self.cell = None if layout != "grid" else int(cell) if cell is not None else \
+            choose_cell(self._gs, self._ge, 16 * self.n)
         if cell is not None:
-            check_grid_memory(gs, ge, self.cell)
+            check_grid_memory(self._gs, self._ge, self.cell)
         self.build_seconds = time.perf_counter() - t0
         for op in (self.parts if ops is None else ops):
             for part in self.parts[op]:
@@ -176,7 +156,7 @@ class GenomeIndex(TrackOps):
         with self._lock:
             t = self._parts.get(name)
             if t is None:
-                D = self._part("D") if name in ("Depth", "U") else None     # built (and timed) first
+                D = self._intervals() if name in ("Depth", "U") else None     # built (and timed) first
                 U = self._part("U").level if name in ("US", "UR") else None
                 t0 = time.perf_counter()
                 if name == "G":
@@ -188,7 +168,7 @@ class GenomeIndex(TrackOps):
                 elif name in ("US", "UR"):       # the union's run starts / ends (strictly increasing)
                     t = sorted_points(np.asarray(U.left if name == "US" else U.right))
                 else:
-                    t = BUILD[name](self._gs, self._ge)
+                    t = BUILD[name](*(self._sorted_values() if name in VALUE_PARTS else (self._gs, self._ge)))
                 self._parts[name] = t
                 self.build_seconds += time.perf_counter() - t0
         return t
@@ -228,7 +208,8 @@ class GenomeIndex(TrackOps):
         length; TypeError for non-numeric coordinates (the DataFrame functions of
         `ctensor.apps.genomics` check far more, through `read_intervals`).  `workers`: threads
         the chromosome coding of a large batch runs on (`genome_layout.query_axis`)."""
-        return query_axis(self.chroms, chrom, start, end, check_workers(workers))
+        table = self._lazy("_names", lambda: (key_table(self.chroms),))[0]
+        return query_axis(self.chroms, chrom, start, end, check_workers(workers), table)
 
     def _run(self, key, op=None, out=None, **tensors):
         """Call the kernel `key` (compiled from EINSUMS[op or key] on first use)."""

@@ -69,6 +69,7 @@ from .. import (
 )
 from ..errors import FormatError
 from .bedio import query_coords
+from .genome_names import SMALL_BATCH, factorize_names, packed_keys  # noqa: F401 (names used here and re-exported)
 from .workers import map_chunks
 
 SPAN = float(2**41)
@@ -251,6 +252,9 @@ BUILD = {  # index tensor name -> build(starts sorted, ends in start order), gen
     "UE": union_ends,
 }
 
+# the parts that read only the sorted values (equal starts in any order give the same tensor)
+VALUE_PARTS = frozenset({"S", "E", "UE"})
+
 
 def unique_bytes(tensors) -> int:
     """Bytes of the tensors' arrays, each buffer counted once (views of one array share it, and
@@ -266,14 +270,14 @@ def unique_bytes(tensors) -> int:
     return total
 
 
-SMALL_BATCH = 256       # queries whose chromosome names are looked up in a dict, not by pandas
 
 
-def query_axis(chroms, chrom, start, end, workers: int = 1):
+def query_axis(chroms, chrom, start, end, workers: int = 1, table=None):
     """Query intervals on the genome axis of an index of chromosomes `chroms` (names, index order):
     (widened start, widened end, zero mask), as `GenomeIndex.genome` documents.  `workers`: the
     chromosome coding (a hash pass over the names) and the axis arithmetic of a large batch run
-    in contiguous chunks on that many threads (pandas' and Arrow's hashing release the GIL)."""
+    in contiguous chunks on that many threads (pandas' and Arrow's hashing release the GIL).
+    `table`: `genome_names.key_table(chroms)`, to code short names from the Arrow buffers."""
     start, end = query_coords(start, "start"), query_coords(end, "end")
     if start.shape != end.shape:
         raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
@@ -296,50 +300,27 @@ def query_axis(chroms, chrom, start, end, workers: int = 1):
     gs, ge = np.empty(len(s), np.float64), np.empty(len(s), np.float64)
 
     def part(lo, hi):
-        base = _codes(chroms, chrom if isinstance(chrom, str) else chrom[lo:hi]) * SPAN
+        base = _codes(chroms, chrom if isinstance(chrom, str) else chrom[lo:hi], table) * SPAN
         np.add(base, s[lo:hi], out=gs[lo:hi])
         np.add(base, e[lo:hi], out=ge[lo:hi])
     map_chunks(part, len(s), workers)
     return gs, ge, zero
 
 
-def _codes(chroms, chrom):
+def _codes(chroms, chrom, table=None):
     """The index of each query's chromosome name in `chroms` (int64; len(chroms) for a name absent
     from the data, whose queries get an empty region after the last chromosome); a scalar for one
-    name given for every query."""
+    name given for every query.  `table` (`genome_names.key_table(chroms)` or None): codes an
+    Arrow column of short names from its buffers, without hashing the strings."""
     if isinstance(chrom, str):          # one name for every query: one lookup, not one per query
         return np.int64(chroms.index(chrom) if chrom in chroms else len(chroms))
     code = {name: k for k, name in enumerate(chroms)}
     if len(chrom) <= SMALL_BATCH:       # a dict beats pandas' hashing set-up (~100 µs)
         return np.fromiter((code.get(c, len(chroms)) for c in chrom), np.int64, len(chrom))
+    keys = packed_keys(chrom) if table is not None else None
+    if keys is not None:
+        return table.lookup(keys)[0]
     # one pass over the names (`factorize_names`), then the few distinct names looked up
     local, names = factorize_names(chrom)
     lut = np.fromiter((code.get(str(c), len(chroms)) for c in names), np.int64, len(names))
     return np.where(local < 0, len(chroms), lut[local] if len(names) else 0)     # NaN: no chromosome
-
-
-def factorize_names(chrom):
-    """`pd.factorize(chrom)`: (int64 codes, -1 for a missing name; the distinct names in order of
-    first appearance).  An Arrow string column without missing names whose equal names come in
-    runs (a BED file sorted by chromosome) is coded from one vectorised comparison of neighbours,
-    the names read at the runs' heads only: 0.3 ms for 100k rows where hashing every name took
-    1.0 ms.  Anything else is hashed (pandas' factorize)."""
-    n = len(chrom)
-    if isinstance(chrom, pd.arrays.ArrowExtensionArray) and n > SMALL_BATCH:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        arr = chrom.__arrow_array__()
-        arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-        runs = lambda k: np.flatnonzero(pc.not_equal(arr.slice(1, k - 1), arr.slice(0, k - 1))
-                                        .to_numpy(zero_copy_only=False))
-        # the first rows as a sample: names in random order are hashed without a full pass here
-        if arr.null_count == 0 and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) \
-                and len(runs(min(n, 4 * SMALL_BATCH))) <= 4 * SMALL_BATCH // 16:
-            heads = runs(n)
-            if len(heads) <= n // 16:                  # long runs; else hashing is cheaper
-                first = np.r_[0, heads + 1]
-                seen = {}
-                run_code = np.fromiter((seen.setdefault(c, len(seen)) for c in arr.take(first).to_pylist()),
-                                       np.int64, len(first))
-                return np.repeat(run_code, np.diff(np.r_[first, n])), list(seen)
-    return pd.factorize(chrom)

@@ -102,7 +102,7 @@ def split_rows(fn, workers: int, arrays, rows=(), order_by=None):
                 # about start order (buckets of ~1 row, counting passes): the searches need no
                 # more, any order of ties, `in_order` puts rows back by perm
                 perm = visit_order(key)
-                return in_order(fn(*(a[perm] for a in part)), perm, rows)
+                return in_order(fn(*(np.take(a, perm) for a in part)), perm, rows)     # take: faster than a[perm]
         return fn(*part)
 
     n = len(arrays[0])

@@ -105,5 +105,7 @@ def covered(index, gs, ge, how=None) -> np.ndarray:
                                         shape=len(runs.left)), len(gs)), name="R", validate=False)
         B = index._run("covered_ranks", R=R, URv=values(runs.right, "URv"), USv=values(runs.left, "USv"),
                        QS=values(gs, "QS"), QE=values(ge, "QE"))
-    # the measures are sums of integer-valued float64 lengths below 2**53: exact
-    return np.rint(np.asarray(B.level.child.val)).astype(np.int64)
+    # the measures are sums of differences of integer-valued float64 coordinates below 2**53:
+    # exact integers, so the cast needs no rounding (np.rint's temporary cost ~0.3 ms per 100k
+    # queries here, mostly page faults on a fresh 800 KB buffer)
+    return np.asarray(B.level.child.val).astype(np.int64)

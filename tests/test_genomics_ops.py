@@ -481,3 +481,21 @@ def test_first_tie_by_rank_equals_extremum_einsum(seed):
     lo, hi = gs - dist, ge + dist
     want = map_values(idx, lo, hi, np.arange(idx.n, dtype=np.float64), "min")
     np.testing.assert_array_equal(gc._first_tie(idx, lo, hi), want.astype(np.int64))
+
+
+def test_coverage_frame_is_query_assign():
+    """coverage's frame is `query.assign(count=, covered=, length=, fraction=)` on the query read as
+    `chrom, start, end, *extras`: the query's index and dtypes kept, a query column of an added
+    name replaced where it stands, the others appended; writing into the result leaves the query
+    as it was."""
+    q = pd.DataFrame({"chrom": ["chr1", "chr1", "chr2"], "count": [7.5, 8.5, 9.5], "start": [0, 15, 3],
+                      "end": [12, 15, 9], "tag": pd.array([1, None, 3], "Int64")}, index=[10, 20, 30])
+    d = bed([("chr1", 5, 10), ("chr1", 8, 14), ("chr2", 100, 200)])
+    got = g.coverage(q, d)
+    want = q[["chrom", "start", "end", "count", "tag"]].assign(
+        count=np.array([2, 0, 0]), covered=np.array([7, 0, 0]), length=np.array([12, 2, 6]),   # [15, 15) is [14, 16)
+        fraction=np.array([7 / 12, 0.0, 0.0]))
+    pd.testing.assert_frame_equal(got, want)
+    got.loc[10, "tag"] = 99
+    got.loc[20, "start"] = -5
+    assert q.loc[10, "tag"] == 1 and q.loc[20, "start"] == 15

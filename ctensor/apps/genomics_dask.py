@@ -2,11 +2,15 @@
 Dask cluster (`distributed`, or any Dask scheduler), each partition by the same compiled kernels.
 
 Query operations (every `ctensor.apps.genomics` function that takes `query, data`) split the work
-by query rows: a query row's answer depends on it alone and on the whole data set, so the data
-index is built once (`GenomeIndex`, from the data computed into memory if it is a Dask frame) and
-broadcast to the workers (under a `distributed` client: scattered to every worker once, and
-reused by later calls given the same `GenomeIndex` object — pass `g.index(data)` to query one
-data set many times; without one, as a task of the graph); its kernels come from the on-disk
+by query rows: a query row's answer depends on it alone and on the data of its chromosome.  When
+both are Dask frames under a `distributed` client, the data is indexed on the workers, one index
+per group of partitions sharing chromosomes, and each query partition is joined group by group
+there (`genomics_dask_groups`: nothing is built in or broadcast from the client; a frame
+partitioned by chromosome is indexed in parallel).  Otherwise the data index is built once
+(`GenomeIndex`, from the data computed into memory if it is a Dask frame) and broadcast to the
+workers (under a `distributed` client: sent to each worker once and kept there, reused by later
+calls given the same `GenomeIndex` object — pass `g.index(data)` to query one data set many
+times; without one, as a task of the graph; `dask_broadcast`); its kernels come from the on-disk
 kernel cache there, or are compiled on first use; every partition of the query runs the
 in-memory function against it.  The result is a Dask DataFrame with one partition
 per query partition, in the query's order; `.compute()` gives the in-memory answer's rows in the
@@ -39,6 +43,16 @@ def _partition(part, fn, idx, args, kw, offsets, partition_info=None):
     return out
 
 
+def _distributed() -> bool:
+    """Is a `distributed` client the current scheduler?"""
+    try:
+        from distributed import get_client
+        get_client()
+    except (ImportError, ValueError):
+        return False
+    return True
+
+
 def queries(build_index: bool = True):
     """Decorator of a query operation `fn(query, data, *args, **kw)`: Dask inputs take the
     partitioned path of the module docstring; others call `fn` as it is.  `build_index`: `data`
@@ -49,6 +63,11 @@ def queries(build_index: bool = True):
         def op(query, data, *args, **kw):
             if not (is_dask(query) or is_dask(data)):
                 return fn(query, data, *args, **kw)
+            if is_dask(data) and is_dask(query) and build_index and _distributed():
+                from .genome_index import GenomeIndex
+                from .genomics_dask_groups import joined
+                meta = fn(query._meta, GenomeIndex(data._meta, ops=()), *args, **kw)
+                return joined(fn, query, data, args, kw, meta)
             if is_dask(data):
                 data = data.compute()
             if build_index:

@@ -129,7 +129,6 @@ class GenomeIndex(IntervalAxis, TrackOps):
         # the intervals in row order; the start-ordered layouts below are made from them on first
         # use, only those an operation reads (`_ranked_axis`, `_sorted_values`)
         self._rows_in = (codes, s, e)
-        self.maxlen = float((e - s).max()) if len(s) else 1.0
         self.pair_plan = "auto"         # or 'window' / 'ranks' (see EINSUMS; tests pin each)
         self.n = len(s)
         self.kernels = {}
@@ -173,6 +172,9 @@ class GenomeIndex(IntervalAxis, TrackOps):
                 self.build_seconds += time.perf_counter() - t0
         return t
 
+    # the longest (widened) interval: the pair plans' window reach, on first use
+    maxlen = property(lambda self: self._lazy("_maxlen", lambda: float((self._rows_in[2] - self._rows_in[1]).max())
+                                              if self.n else 1.0))
     S = property(lambda self: self._part("S"))
     E = property(lambda self: self._part("E"))
     D = property(lambda self: self._part("D"))

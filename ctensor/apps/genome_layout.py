@@ -123,9 +123,17 @@ def sorted_points(x: np.ndarray) -> Tensor:
     offsets) -> Pattern.  16 bytes per distinct coordinate, where `points` stores an id array too;
     when the coordinates are distinct, `x` itself is the coordinate buffer (`D` shares it)."""
     n = len(x)
-    first = np.flatnonzero(np.r_[True, x[1:] != x[:-1]]) if n else np.zeros(0, np.int64)
-    cum = np.append(first, n).astype(np.int64)           # ids of coordinate k: cum[k] .. cum[k+1]-1
+    new = np.empty(n, bool)
+    if n:
+        new[0] = True
+        np.not_equal(x[1:], x[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    cum = np.empty(len(first) + 1, np.int64)             # ids of coordinate k: cum[k] .. cum[k+1]-1
+    cum[:-1] = first
+    cum[-1] = n
     ids = SparseInterval(Pattern(), cum[:-1], cum[1:], "left", shape=n)
+    if n:                   # the ranges tile 0..n-1 by construction: no pass over them to find it
+        ids.__dict__["tiled"] = True
     coords = x if len(first) == n else x[first]
     return Tensor(SparseList(ids, np.array([0, len(first)], np.int64), coords), name="points", validate=False)
 

@@ -121,7 +121,8 @@ class KeyTable:
     def lookup(self, keys: np.ndarray):
         """(codes, found): int64 codes of `keys`, `absent` where `found` is False."""
         if self.mult is not None:
-            slot = (keys * self.mult) >> self.shift
+            slot = keys * self.mult
+            slot >>= self.shift
             slot = slot.astype(np.uint8 if self.bits <= 8 else np.uint16)
             found = np.take(self.slot_key, slot) == keys
             codes = np.take(self.slot_code, slot)

@@ -71,7 +71,12 @@ def _digits(bits: int):
 
 
 def _digit(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
-    d = (keys >> shift if shift else keys) & ((1 << width) - 1)
+    """Bits [shift, shift + width) of `keys` as uint8/uint16 (one 8-byte temporary: in place)."""
+    if shift:
+        d = keys >> shift
+        d &= (1 << width) - 1
+    else:
+        d = keys & ((1 << width) - 1)
     return d.astype(np.uint8 if width <= 8 else np.uint16)
 
 
@@ -157,9 +162,11 @@ def start_sorted(codes: np.ndarray, s: np.ndarray, e: np.ndarray):
     n = len(s)
     if not n:
         return None
+    # in place where numpy allows: each fresh 16 MB temporary page-faults afresh (glibc maps it)
     sb = (int(s.max()) + 1).bit_length()
     key = codes << sb
-    key |= s + 1                                     # widened starts are >= -1
+    key += s                                         # widened starts are >= -1: key + 1 >= 0
+    key += 1
     if bool((key[1:] >= key[:-1]).all()):
         return None
     kmin = int(key.min())
@@ -172,11 +179,13 @@ def start_sorted(codes: np.ndarray, s: np.ndarray, e: np.ndarray):
     key <<= lb
     key |= lens
     p = _sort_bits(key, lb, kb)
-    lens = p & ((1 << lb) - 1)
+    np.bitwise_and(p, (1 << lb) - 1, out=lens)
     p >>= lb
-    p += kmin
-    gs = (p >> sb) * _SPAN
+    p += kmin                                        # (code << sb) | (s + 1)
+    gs = np.empty(n, np.float64)
+    np.right_shift(p, sb, out=gs, casting="unsafe")
+    gs *= _SPAN
     p &= (1 << sb) - 1
-    p -= 1
     gs += p
+    gs -= 1
     return gs, gs + lens

@@ -43,7 +43,7 @@ DIRECT_AT = 1024
 
 def union_runs(gs: np.ndarray, ge: np.ndarray):
     """(starts, ends) of the maximal runs of the union of [gs, ge) (gs ascending, ge in the same
-    order), float64, strictly increasing; an interval starting at the reach touches the run and
+    order; equal starts in any order), float64, strictly increasing; an interval starting at the reach touches the run and
     joins it.  Chromosomes lie 2**41 apart on the genome axis, so no run crosses one."""
     if not len(gs):
         return gs[:0].copy(), ge[:0].copy()
@@ -73,8 +73,11 @@ def cover_parts(index) -> dict:
         with index._lock:
             got = parts.get("Uc")
             if got is None:
+                # the sorted values (no row order made: coverage never maps ranks to rows), timed
+                # by the index when made
+                sv = index._sorted_values()
                 t0 = time.perf_counter()
-                us, ur = union_runs(index._gs, index._ge)
+                us, ur = union_runs(*sv)
                 parts["Uc_starts"], parts["Uc_ends"] = points(us, "US"), points(ur, "UR")
                 got = Tensor(SparseRunList(Pattern(), np.array([0, len(us)], np.int64), us, ur, "left"),
                              name="Uc", validate=False)

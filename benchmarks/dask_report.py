@@ -1,5 +1,6 @@
-"""Table of `bench_dask.py` results: median seconds per implementation and the ratio to the
-in-memory call (< 1: Dask faster) and, for 2 workers, the speed-up over 1 worker.
+"""Table of `bench_dask.py` results: per implementation the minimum wall time over the interleaved
+rounds, its ratio to the in-memory call, the 2-worker speed-up over 1 worker (same kind of call),
+and the CPU seconds of the client process and of each worker in that fastest round.
 
     python benchmarks/dask_report.py dask.json
 """
@@ -8,28 +9,33 @@ from __future__ import annotations
 import json
 import sys
 
+ORDER = ["in memory", "dask, 1 worker", "dask, 2 workers", "dask, 1 worker, rows only", "dask, 2 workers, rows only"]
+
 
 def main(path):
-    rows = {}
-    for b in json.load(open(path))["benchmarks"]:
-        pre = ", prebuilt index" if "prebuilt" in b["name"] else ""
-        impl = ("in memory" if b["name"].startswith("test_in_memory") else
-                ("dask, 2 workers" if "2workers" in b["name"] else "dask, 1 worker")) + pre
-        rows.setdefault(b["group"], {})[impl] = b["stats"]["median"]
-    print("| operation | implementation | median | / in memory | 2 workers vs 1 |")
-    print("|---|---|---|---|---|")
-    for group, impls in rows.items():
-        for pre in ("", ", prebuilt index"):
-            base = impls.get("in memory" + pre)
-            for impl in ("in memory", "dask, 1 worker", "dask, 2 workers"):
-                impl += pre
-                if impl not in impls:
-                    continue
-                t = impls[impl]
-                one = impls.get("dask, 1 worker" + pre)
-                speed = f"{one / t:.2f}×" if impl.startswith("dask, 2") and one else ""
-                ratio = f"{t / base:.2f}" if base else ""
-                print(f"| {group} | {impl} | {t * 1e3:.0f} ms | {ratio} | {speed} |")
+    runs = json.load(open(path))["benchmarks"]
+    print("| operation, data | implementation | min wall | / in memory | 2 workers vs 1 | CPU client / workers | rounds |")
+    print("|---|---|---|---|---|---|---|")
+    for b in runs:
+        record, load = b["extra_info"]["record"], b["extra_info"]["load"]
+        best = {k: min(v, key=lambda r: r["wall"]) for k, v in record.items()}
+        base = best["in memory"]["wall"]
+        for impl in ORDER:
+            if impl not in best:
+                continue
+            r = best[impl]
+            speed = ""
+            if impl.startswith("dask, 2"):
+                one = best.get(impl.replace("2 workers", "1 worker"))
+                speed = f"{one['wall'] / r['wall']:.2f}×" if one else ""
+            cpu = f"{r['client_cpu']:.2f} / " + ", ".join(f"{w:.2f}" for w in r["worker_cpu"]) if impl != "in memory" \
+                else f"{r['client_cpu']:.2f}"
+            print(f"| {b['group']} | {impl} | {r['wall'] * 1e3:.0f} ms | {r['wall'] / base:.2f} | {speed} | {cpu} "
+                  f"| {len(record[impl])} |")
+        flags = f"MALLOC_MMAP_THRESHOLD_ {'set' if b['extra_info'].get('mmap') else 'unset'}, " \
+                f"direct-to-workers {'on' if b['extra_info'].get('direct') else 'off'}"
+        print(f"| {b['group']} | load average after the rounds: {', '.join(f'{x:.1f}' for x in load)}; {flags} "
+              "| | | | | |")
 
 
 if __name__ == "__main__":

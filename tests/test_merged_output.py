@@ -229,3 +229,58 @@ def test_revisited_two_level_continuous_output_is_not_called_invalid():
     with pytest.raises(ct.InvalidProgramError, match=r"cannot be computed into this output format \(the program "
                                                       r"itself may be valid\).*not supported: only the last"):
         ct.einsum("C[x, y] = S[i, x] * T[i, y] * d(i; counting)", S=S, T=T)
+
+
+@st.composite
+def sorted_overlapping_set(draw, max_n=7):
+    """`overlapping_set`'s intervals in start order: the passes of an idempotent ⊕ arrive in order,
+    so the kernel folds overlapping runs into the previous one (`SparseRunList._fold`)."""
+    n = draw(st.integers(0, max_n))
+    pairs = sorted((a, draw(st.integers(a, 12))) for a in (draw(st.integers(-6, 10)) for _ in range(n)))
+    closed = draw(st.sampled_from(CLOSED))
+    if any(a == b for a, b in pairs):
+        closed = "both"
+    return ct.interval_set([float(a) for a, _ in pairs], [float(b) for _, b in pairs], closed=closed)
+
+
+@SETTINGS
+@given(sorted_overlapping_set())
+def test_union_of_intervals_in_start_order_is_folded_in_one_pass(S):
+    """The union of intervals given in start order (`merge`'s index): one pass of the checked kernel,
+    overlapping and touching runs folded as written, no merged sibling; equal to the oracle."""
+    k = ct.compile("Folded[x] = S[i, x] * d(i; boolean)", S=S)
+    out = k(S=S)
+    ref = oracle("Folded[x] = S[i, x] * d(i; boolean)", S=S)
+    for p in probes(breakpoints_1d(S, out)):
+        assert close(out[p], ref.at((p.value, p.eps))), p
+    canonical(out)
+    assert "merged" not in k._siblings
+
+
+def test_fold_of_equal_values_under_max_and_merge_of_unequal_ones():
+    """max over ids: overlapping runs in start order with equal values fold in the kernel; an
+    overlap with another value still goes through the runtime's merge, with the same answer as the
+    oracle either way."""
+    S = ct.interval_set([0.0, 1.0, 2.0, 8.0], [4.0, 3.0, 6.0, 9.0])
+    for vals in ([2.0, 2.0, 2.0], [2.0, 5.0, 1.0]):
+        A = ct.intervals([0.0, 2.5, 7.0], [2.5, 7.0, 10.0], values=vals)
+        text = "FoldMax[x] = S[i, x] * A[x] * d(i; counting)"
+        k = ct.compile(text, S=S, A=A, semiring="max")
+        out = k(S=S, A=A)
+        canonical(out)
+        for p in probes(breakpoints_1d(S, A)):
+            want = max(float(S[i, p]) * A[p] for i in range(4))
+            assert close(out[p], want), (vals, p, out[p], want)
+    assert "merged" in k._siblings            # 5.0 on [2.5, 6] under run [1, 3] of value 2.0
+
+
+def test_fold_per_fiber_of_a_two_dimensional_output():
+    """C[j, x]: each row's passes fold into that row's runs only (never into the previous row's)."""
+    S = ct.interval_set([0.0, 1.0, 4.0, 4.0], [3.0, 5.0, 6.0, 4.5])
+    T = ct.interval_set([0.0, 2.0, 5.5], [10.0, 4.5, 5.7])
+    text = "FoldRows[j, x] = T[j, x] * S[i, x] * d(i; boolean)"
+    out = ct.einsum(text, S=S, T=T)
+    ref = oracle(text, S=S, T=T)
+    for j in range(3):
+        for p in probes([0.0, 1.0, 2.0, 3.0, 4.0, 4.5, 5.0, 5.5, 5.7, 6.0, 10.0]):
+            assert close(out[j, p], ref.at(j, (p.value, p.eps))), (j, p)

@@ -29,7 +29,8 @@ from ..lower.context import Context
 from ..lower.guard_fission import fission_guards
 from ..lower.lowerer import lower, read_scalars
 from ..lang.nesting import inner_indices
-from ..lang.semiring import identity
+from ..lang.semiring import Semiring, identity, idempotent
+from ..lower.ops import REDUCTIONS
 from ..lower.nest import (expanded_terms, loop_nest, mark_all_unions, mark_unions, nested_nest, reduction_terms,
                           union_read)
 from ..lower.notation import Access, ScalarOut, Val, walk_accesses
@@ -64,6 +65,7 @@ def lower_program(es, plan, tensors, scalars, out_fmt, *, prove_guards, split_su
     (statements × loops) past which the guard proofs stop (`driver.tiering`; None: never)."""
     ctx = Context(prove_guards=prove_guards, cut_at=cut_at)
     ctx.unordered_output = merge_output
+    ctx.fold_overlaps = (isinstance(plan.op, Semiring) or plan.op in REDUCTIONS) and idempotent(plan.op)
     ctx.index_kinds = dict(plan.kinds)
     getters = []
     roots, vlevels = {}, {}

@@ -15,7 +15,7 @@ from ..looplets.nodes import Deferred, Hollow, Thunk
 
 
 def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coalesce=None,
-                 out_of_order=None, first=None, order=None) -> Thunk:
+                 out_of_order=None, first=None, order=None, fold=None) -> Thunk:
     """bufs: GrowBuffers holding the entry's coordinates; coords: IR values stored into them.
 
     Order check (an entry must come after the fiber's previous one, else STATUS_OUTPUT_ORDER), left
@@ -25,7 +25,11 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
     register, no load), which must stay below `coord`.
 
     coalesce(ctx, q) -> (i1, action), optional: when the condition holds, the entry written at
-    slot q is folded into the previous one by `action(ctx)` instead of being committed."""
+    slot q is folded into the previous one by `action(ctx)` instead of being committed.
+
+    fold(ctx, q) -> (i1, action), optional, with coalesce: when the condition holds, the entry
+    overlaps the previous one, which `action(ctx)` extends, before any order check (an idempotent
+    ⊕ of equal values over a revisited output: `Context.fold_overlaps`)."""
     slot = {}
 
     def pre(ctx):
@@ -69,12 +73,18 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
                 ctx.emit(ir.Store(buf.data, q, val))
             ctx.assign(vlevel.qos, b.add(q, b.i64(1)))
 
-        def commit():
+        def ordered():
             check_order(ctx, b.TRUE)
-            if parent_dirty is not None:
-                ctx.assign(parent_dirty, b.TRUE)
             cond, action = coalesce(ctx, q)
             ctx.if_(cond, lambda: action(ctx), store)
+
+        def commit():
+            if parent_dirty is not None:
+                ctx.assign(parent_dirty, b.TRUE)
+            if fold is None:
+                return ordered()
+            cond, action = fold(ctx, q)
+            ctx.if_(cond, lambda: action(ctx), ordered)
         ctx.if_(d, commit)
 
     return Thunk(Deferred(lambda: Hollow(vlevel.child, slot["q"], slot["dirty"])), preamble=pre, epilogue=post)

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ..errors import FormatError
-from ..extents import Extent, SymLimit, lim_le
+from ..extents import Extent, SymLimit, lim_le, lim_max
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.types import I1, F32, F64, I8, I64, PtrType
@@ -336,11 +336,39 @@ class VSparseRunList:
                                 [e.start.v, e.start.e, e.stop.v, e.stop.e], parent_dirty,
                                 coalesce=lambda ctx, q: self._coalesce(ctx, q, e, st["first"]),
                                 out_of_order=lambda ctx, p: lim_le(e.start, self._stored_right(p)),
-                                first=lambda: st["first"])
+                                first=lambda: st["first"],
+                                fold=(lambda ctx, q: self._fold(ctx, q, e, st["first"]))
+                                if ctx.fold_overlaps and not ctx.unordered_output else None)
         return fiber_writer(self, pos, AcceptRun(accept), self.bufs["ptr"], st)
 
     def _stored_right(self, p):
         return SymLimit(b.load(self.bufs["right"].data, p), b.load(self.bufs["right_eps"].data, p), True)
+
+    def _fold(self, ctx, q, e, begin):
+        """An idempotent ⊕ over a revisited output (`Context.fold_overlaps`): a run that starts
+        within or right after the previous run of the fiber (previous start <= start <= previous
+        stop + ε) with an equal value is folded into it, its stop the greater of the two; a union
+        of intervals visited in start order is then written in one pass, with no merge after the
+        call.  Other overlaps still fail the order check (the runtime merges those passes)."""
+        same = getattr(self.child, "same_value", None)
+        if same is None:
+            return b.FALSE, None
+        p = ctx.let(b.sub(q, b.i64(1)), self.name + "_fprev")
+        L, Le = self.bufs["left"].data, self.bufs["left_eps"].data
+        R, Re = self.bufs["right"].data, self.bufs["right_eps"].data
+        cond = ctx.mut(I1, b.FALSE, self.name + "_overlap")
+
+        def check():        # slot p is a committed entry of this fiber
+            after = lim_le(SymLimit(b.load(L, p), b.load(Le, p)), e.start)
+            within = lim_le(e.start, SymLimit(b.load(R, p), b.add(b.load(Re, p), b.i8(1))))
+            ctx.assign(cond, b.land(b.land(after, within), same(ctx, p, q)))
+        ctx.if_(b.le(begin, p), check)
+
+        def extend(ctx):
+            stop = lim_max(self._stored_right(p), e.stop)
+            ctx.emit(ir.Store(R, p, stop.v))
+            ctx.emit(ir.Store(Re, p, stop.e))
+        return ir.Read(cond), extend
 
     def _coalesce(self, ctx, q, e, begin):
         """Run-length canonical output: a run that starts right after the previous run of the same

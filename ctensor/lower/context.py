@@ -38,6 +38,10 @@ class Context(Searches):
         # sparse outputs take appends in any coordinate order (a revisited output, merged after the
         # call by `runtime.merge_output`) instead of failing with STATUS_OUTPUT_ORDER
         self.unordered_output = False
+        # the output's ⊕ is idempotent: a pass whose run overlaps the fiber's previous run, starts
+        # at or after it and has an equal value extends that run (v ⊕ v = v) instead of failing the
+        # order check (`SparseRunList._fold`): a union of intervals in start order in one pass
+        self.fold_overlaps = False
         self.union_reads = False        # some access is read by the union protocol (`formats.run_union`)
         self.whole_splits = 0           # depth of "whole fiber" versions in the body being lowered
         # real index -> i1 or PinTail: the extent being lowered is a pinpoint for every inner

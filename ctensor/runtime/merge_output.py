@@ -126,8 +126,9 @@ def _swept(left, left_eps, right, right_eps):
     order, finite, one closedness per side (a union or depth track over intervals in start order);
     None otherwise."""
     a0, c0 = left_eps[0], right_eps[0]
-    if not (np.isfinite(left[0]) and np.isfinite(right.max())) or (left_eps != a0).any() \
-            or (right_eps != c0).any() or (left[1:] < left[:-1]).any():
+    # starts in order and finite from the first; the ends finite when their maximum is
+    if not np.isfinite(left[0]) or (left[1:] < left[:-1]).any() or not np.isfinite(right.max()) \
+            or (left_eps != a0).any() or (right_eps != c0).any():
         return None
     return a0, c0, not (right[1:] < right[:-1]).any()
 
@@ -136,15 +137,22 @@ def _sweep_union(left, right, a0, c0):
     """`merge_runs` of a sweep (`_swept`) for a Pattern leaf, in one pass without sorting: with
     the starts in order, the union breaks after run k exactly where the next start key lies beyond
     the reach (the greatest end key so far, `maximum.accumulate`): a greater value, or the same
-    value when the start's ε is above the end key's (`(a, v)` then `(v, b)`: v is not covered)."""
+    value when the start's ε is above the end key's (`(a, v)` then `(v, b)`: v is not covered).
+    Heads and tails are taken by boolean masks (a third of the time of flatnonzero + np.r_ +
+    integer takes on 100k runs)."""
+    n = len(left)
     reach = np.maximum.accumulate(right)
-    gap = left[1:] > reach[:-1]
+    tail = np.empty(n, bool)                 # run k ends a maximal run of the union
+    np.greater(left[1:], reach[:-1], out=tail[:-1])
     if a0 > c0 + 1:
-        gap |= left[1:] == reach[:-1]
-    heads = np.flatnonzero(np.r_[True, gap])
-    tails = np.r_[heads[1:] - 1, len(left) - 1]
-    m = len(heads)
-    return (np.array([0, m], np.int64), left[heads], np.full(m, a0, np.int8), reach[tails],
+        tail[:-1] |= left[1:] == reach[:-1]
+    tail[-1] = True
+    head = np.empty(n, bool)
+    head[0] = True
+    head[1:] = tail[:-1]
+    starts, ends = left[head], reach[tail]
+    m = len(starts)
+    return (np.array([0, m], np.int64), starts, np.full(m, a0, np.int8), ends,
             np.full(m, c0, np.int8), None)
 
 

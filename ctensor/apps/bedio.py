@@ -165,12 +165,18 @@ def _canonical(df: pd.DataFrame) -> pd.DataFrame | None:
     if len(cols) < 3 or list(cols[:3]) != ["chrom", "start", "end"] or not cols.is_unique:
         return None
     chrom, start, end = df["chrom"], df["start"], df["end"]
-    if chrom.dtype != _STR or start.dtype != np.int64 or end.dtype != np.int64:
+    # Arrow strings with NA semantics ("string[pyarrow]", what dask's read_parquet gives) hold the
+    # same buffers as _STR: rewrapped without a copy (astype), not rebuilt by _from_frame (~12 ms
+    # for a 250k-row partition)
+    arrow = isinstance(chrom.dtype, pd.StringDtype) and chrom.dtype.storage == "pyarrow"
+    if not (chrom.dtype == _STR or arrow) or start.dtype != np.int64 or end.dtype != np.int64:
         return None
     s, e = start.to_numpy(), end.to_numpy()
     if ((s < 0) | (e > MAX_COORD) | (e < s)).any() or _missing_or_empty(chrom.array):
         return None
     out = df.copy(deep=False)
+    if chrom.dtype != _STR:
+        out["chrom"] = chrom.astype(_STR)
     out.index = pd.RangeIndex(len(df))
     return out
 

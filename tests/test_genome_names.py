@@ -37,9 +37,9 @@ def test_code_names_equals_sorted_factorize(n, kind, names):
         assert [got[c] for c in codes] == list(part)
 
 
-def test_code_names_finds_a_name_the_sample_missed():
+def test_code_names_finds_a_lone_name():
     values = ["chr1"] * 100_000
-    values[54_321] = "chrM"                   # between the sampled rows
+    values[54_321] = "chrM"
     codes, names = gn.code_names(_column(values, "str"))
     assert names == ["chr1", "chrM"] and codes[54_321] == 1 and (np.delete(codes, 54_321) == 0).all()
 
@@ -53,8 +53,7 @@ def test_packed_keys_refuse_long_or_missing_names():
 
 @pytest.mark.parametrize("chroms", [["chr1", "chrX", "a"], [f"s{i}" for i in range(70_000)]])
 def test_key_table_codes_positions_and_absent_names(chroms):
-    """Perfect hash (few names) or binary search (many): position in `chroms`, len(chroms) for
-    any other name, longer names included."""
+    """Position in `chroms`, len(chroms) for any other name, longer names included."""
     table = gn.key_table(chroms)
     queries = chroms[:3] + chroms[-2:] + ["zz", "chr", "", "chrX\0"]
     col = _column(queries * 50, "str")

@@ -1,17 +1,15 @@
-"""Chromosome names to integer codes without hashing every string: the glue before the einsums.
+"""Chromosome names to integer codes: the glue before the einsums.
 
-A chromosome column holds a few distinct names over millions of rows.  pandas' factorize (and
-Arrow's dictionary_encode / index_in) hash every string: ~30 ms for 2M names.  Names of at most 7
-bytes (chr1 ... chr22, chrX, chrM, 2L, scaffold numbers) are read here straight from an Arrow
-string column's offsets and data buffers as one uint64 each, the bytes little-endian in the low
-7 bytes and the length in the top one (so the key is exact: two names share a key iff they are
-equal), and coded by a perfect hash of the few distinct keys: a multiply, a shift and one table
-lookup per row, then the table's key compared with the row's, so a name outside the table is
-seen, never mistaken for another.  Anything else (longer names, missing names, not Arrow) returns
-None and the caller hashes the strings as before.
+A chromosome column holds a few distinct names over millions of rows.  Hashing the strings
+(pandas' factorize, Arrow's dictionary_encode / index_in) costs ~30 ms for 2M names.  Names of at
+most 7 bytes (chr1 ... chr22, chrX, chrM, 2L, scaffold numbers) are read here straight from an
+Arrow string column's offsets and data buffers as one uint64 each, the bytes little-endian in the
+low 7 bytes and the length in the top one (so the key is exact: two names share a key iff they
+are equal), and those integers are factorized by pandas' hash table (~12 ms for 2M keys); only
+the few distinct keys are then turned back into names.  Anything else (longer names, missing
+names, not Arrow) returns None and the caller factorizes the strings as before.
 
-`key_table` (the coder of an index's names), `packed_keys`, `code_keys`; `code_names` codes a
-data column (its distinct names found from a sample of rows, then any name the sample missed).
+`key_table` (the coder of an index's names), `packed_keys`; `code_names` codes a data column.
 Read-only after construction: a table may serve many threads.
 """
 from __future__ import annotations
@@ -24,10 +22,6 @@ import pandas as pd
 SMALL_BATCH = 256       # queries whose chromosome names are looked up in a dict, not by pandas
 _MAX = 7                                # bytes of a name packed into one key
 _LOW = np.array([(1 << (8 * k)) - 1 for k in range(_MAX + 1)], np.uint64)
-_SAMPLE = 1024                          # rows read to find a column's names before the full pass
-# odd multipliers tried for the hash (fixed: the same names always give the same table)
-_MULTIPLIERS = np.random.default_rng(28).integers(1, 2**63, 32, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-_MAX_BITS = 16                          # table slots 2**bits; more names than fit: binary search
 
 
 def _arrow_strings(chrom):
@@ -93,46 +87,20 @@ def packed_keys(chrom) -> np.ndarray | None:
 
 class KeyTable:
     """Codes of the packed keys of some names: `codes[k]` for `keys[k]` (keys distinct), `absent`
-    for any other key.  A perfect hash (multiplier found for these keys) up to 2**16 slots, else
-    a binary search over the sorted keys."""
+    for any other key."""
 
     def __init__(self, keys: np.ndarray, codes: np.ndarray, absent: int):
         self.absent = absent
-        keys = np.asarray(keys, np.uint64)
-        codes = np.asarray(codes, np.int64)
-        self.mult = None
-        bits = max(1, int(len(keys)).bit_length() + 1)
-        while bits <= _MAX_BITS and self.mult is None:
-            shift = np.uint64(64 - bits)
-            for mult in _MULTIPLIERS:
-                slot = (keys * mult) >> shift
-                if len(np.unique(slot)) == len(keys):
-                    self.mult, self.shift, self.bits = mult, shift, bits
-                    self.slot_key = np.zeros(1 << bits, np.uint64)        # key 0: the empty name
-                    self.slot_code = np.full(1 << bits, absent, np.int64)
-                    self.slot_key[slot] = keys
-                    self.slot_code[slot] = codes
-                    break
-            bits += 1
-        if self.mult is None:
-            order = np.argsort(keys)
-            self.sorted_keys, self.sorted_codes = keys[order], codes[order]
+        self.code = dict(zip(np.asarray(keys, np.uint64).tolist(), np.asarray(codes, np.int64).tolist()))
 
     def lookup(self, keys: np.ndarray):
-        """(codes, found): int64 codes of `keys`, `absent` where `found` is False."""
-        if self.mult is not None:
-            slot = keys * self.mult
-            slot >>= self.shift
-            slot = slot.astype(np.uint8 if self.bits <= 8 else np.uint16)
-            found = np.take(self.slot_key, slot) == keys
-            codes = np.take(self.slot_code, slot)
-        else:
-            at = np.minimum(np.searchsorted(self.sorted_keys, keys), max(len(self.sorted_keys) - 1, 0))
-            found = np.take(self.sorted_keys, at) == keys if len(self.sorted_keys) else np.zeros(len(keys), bool)
-            codes = np.take(self.sorted_codes, at) if len(self.sorted_keys) else np.zeros(len(keys), np.int64)
-        if not found.all():
-            codes[~found] = self.absent
-        return codes, found
+        """(codes, found): int64 codes of `keys`, `absent` where `found` is False; the rows'
+        keys factorized by pandas, the few distinct ones looked up here."""
+        rows, distinct = pd.factorize(keys)
+        got = [self.code.get(k) for k in distinct.tolist()]
+        per = np.array([self.absent if c is None else c for c in got], np.int64)
+        known = np.array([c is not None for c in got], bool)
+        return per[rows], known[rows]
 
 
 def name_key(name: str) -> int | None:
@@ -157,21 +125,16 @@ def key_table(chroms) -> KeyTable | None:
 
 def code_names(chrom):
     """(int64 codes, names sorted) of a data column of packable names (codes index the sorted
-    names), or None (see the module docstring).  The names are found from a sample of rows;
-    rows with a name the sample missed add it and are coded again (at most once more)."""
+    names), or None (see the module docstring)."""
     keys = packed_keys(chrom)
     if keys is None:
         return None
-    distinct = np.unique(keys[::max(1, len(keys) // _SAMPLE)])
-    while True:
-        names = [key_name(k) for k in distinct]
-        by_name = sorted(range(len(names)), key=names.__getitem__)
-        rank = np.empty(len(names), np.int64)
-        rank[by_name] = np.arange(len(names))
-        codes, found = KeyTable(distinct, rank, -1).lookup(keys)
-        if found.all():
-            return codes, [names[k] for k in by_name]
-        distinct = np.union1d(distinct, np.unique(keys[~found]))
+    rows, distinct = pd.factorize(keys)
+    names = [key_name(k) for k in distinct.tolist()]
+    by_name = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), np.int64)
+    rank[by_name] = np.arange(len(names))
+    return rank[rows], [names[k] for k in by_name]
 
 
 def sorted_codes(chrom):

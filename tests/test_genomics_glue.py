@@ -53,7 +53,7 @@ def test_visit_order_is_a_bucketed_start_order(n):
     keys = axis_keys(x)
     keys -= keys.min()
     top = int(keys.max()).bit_length()
-    bits = min(top, 16 if n.bit_length() <= 17 else min(n.bit_length() + 2, 32))
+    bits = min(top, n.bit_length() + 2, 32)
     bucket = keys[p] >> (top - bits)
     assert (np.diff(bucket) >= 0).all()
 

@@ -127,36 +127,15 @@ def sorted_points(x: np.ndarray) -> Tensor:
     if n:
         new[0] = True
         np.not_equal(x[1:], x[:-1], out=new[1:])
-    if bool(new.all()):
-        # distinct coordinates: coordinate k owns id k, the offsets are 0..n, views of one shared
-        # read-only range (each fresh 8n-byte array page-faults in here: ~0.4 ms per 100k)
-        m, cum = n, _iota(n + 1)
-    else:
-        first = np.flatnonzero(new)
-        m = len(first)
-        cum = np.empty(m + 1, np.int64)              # ids of coordinate k: cum[k] .. cum[k+1]-1
-        cum[:-1] = first
-        cum[-1] = n
+    first = np.flatnonzero(new)
+    cum = np.empty(len(first) + 1, np.int64)             # ids of coordinate k: cum[k] .. cum[k+1]-1
+    cum[:-1] = first
+    cum[-1] = n
     ids = SparseInterval(Pattern(), cum[:-1], cum[1:], "left", shape=n)
     if n:                   # the ranges tile 0..n-1 by construction: no pass over them to find it
         ids.__dict__["tiled"] = True
-    coords = x if m == n else x[first]
-    return Tensor(SparseList(ids, np.array([0, m], np.int64), coords), name="points", validate=False)
-
-
-_IOTA = np.zeros(0, np.int64)
-
-
-def _iota(n: int) -> np.ndarray:
-    """0, 1, ..., n - 1 (int64), a read-only view of one range shared by every caller and thread,
-    grown (replaced, never written) when a longer one is asked for."""
-    global _IOTA
-    iota = _IOTA                # a local: another thread may replace the global meanwhile
-    if len(iota) < n:
-        iota = np.arange(max(n, 2 * len(iota)), dtype=np.int64)
-        iota.flags.writeable = False
-        _IOTA = iota
-    return iota[:n]
+    coords = x if len(first) == n else x[first]
+    return Tensor(SparseList(ids, np.array([0, len(first)], np.int64), coords), name="points", validate=False)
 
 
 def values(v: np.ndarray, name: str) -> Tensor:

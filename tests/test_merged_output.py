@@ -284,3 +284,12 @@ def test_fold_per_fiber_of_a_two_dimensional_output():
     for j in range(3):
         for p in probes([0.0, 1.0, 2.0, 3.0, 4.0, 4.5, 5.0, 5.5, 5.7, 6.0, 10.0]):
             assert close(out[j, p], ref.at(j, (p.value, p.eps))), (j, p)
+
+
+def test_fold_across_a_closed_end_keeps_the_later_open_end():
+    """(-1, 0] then [0, 3) (a reversed read, then a shifted one, in one pass): the fold's new stop is
+    the later run's open end 3⁻.  Both parts of the stop must be computed before either is stored
+    (its ε once came out of a comparison that reloaded the stored, already overwritten, value)."""
+    T4, T5 = ct.intervals([0.0], [1.0]), ct.intervals([-3.0], [0.0])
+    out = check_1d("FoldOpen[x] = T4[-x] | T5[x - 3]", T4=T4, T5=T5)
+    assert out.pieces() == [(((ct.Limit(-1.0, 1), ct.Limit(3.0, -1)),), True)]

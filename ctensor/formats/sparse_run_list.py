@@ -366,8 +366,10 @@ class VSparseRunList:
 
         def extend(ctx):
             stop = lim_max(self._stored_right(p), e.stop)
-            ctx.emit(ir.Store(R, p, stop.v))
-            ctx.emit(ir.Store(Re, p, stop.e))
+            # both bound before either store: the ε's select reloads R[p] otherwise
+            v, eps = ctx.let(stop.v, self.name + "_fold_v"), ctx.let(stop.e, self.name + "_fold_e")
+            ctx.emit(ir.Store(R, p, v))
+            ctx.emit(ir.Store(Re, p, eps))
         return ir.Read(cond), extend
 
     def _coalesce(self, ctx, q, e, begin):

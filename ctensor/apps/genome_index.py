@@ -56,7 +56,6 @@ from .genome_layout import (
     grid_tensor,
     interval_tensor,
     rows,
-    sorted_points,
     unique_bytes,
     values,
     widen,
@@ -161,7 +160,6 @@ class GenomeIndex(IntervalAxis, TrackOps):
             t = self._parts.get(name)
             if t is None:
                 D = self._intervals() if name in ("Depth", "U") else None     # built (and timed) first
-                U = self._part("U").level if name in ("US", "UR") else None
                 t0 = time.perf_counter()
                 if name == "G":
                     t = grid_tensor(self._gs, self._ge, self.cell)
@@ -169,8 +167,6 @@ class GenomeIndex(IntervalAxis, TrackOps):
                     t = self._run("depth", D=D)
                 elif name == "U":
                     t = self._run("union", out=SparseRunList(Pattern()), D=D)
-                elif name in ("US", "UR"):       # the union's run starts / ends (strictly increasing)
-                    t = sorted_points(np.asarray(U.left if name == "US" else U.right))
                 else:
                     t = BUILD[name](*(self._sorted_values() if name in VALUE_PARTS else (self._gs, self._ge)))
                 self._parts[name] = t
@@ -187,8 +183,6 @@ class GenomeIndex(IntervalAxis, TrackOps):
     UE = property(lambda self: self._part("UE"))
     Depth = property(lambda self: self._part("Depth"))
     U = property(lambda self: self._part("U"))
-    US = property(lambda self: self._part("US"))
-    UR = property(lambda self: self._part("UR"))
     G = property(lambda self: self._part("G"))
     DS = property(lambda self: self._part("DS"))
 

@@ -119,8 +119,9 @@ def test_union_and_depth_against_brute_force(seed):
 
 @pytest.mark.parametrize("seed", range(8))
 def test_cover_runs_and_both_plans_against_brute_force(seed):
-    """coverage's union runs (laid out from the reach, `genome_cover.union_runs`) are the einsum
-    union U[x] = D[j, x] * d(j; boolean) that merge prints, and the covered bases of both plans
+    """coverage's union runs (`genome_cover.cover_parts`: the einsum union U[x] = D[j, x] *
+    d(j; boolean) that merge prints) equal the running maximum of the ends over the starts in
+    order, and the covered bases of both plans
     (direct, ranks) equal a per-base count, for queries in any order, zero-length ones, and
     queries on a chromosome the data lacks."""
     from ctensor.apps import genome_cover as gc
@@ -131,9 +132,15 @@ def test_cover_runs_and_both_plans_against_brute_force(seed):
     e = s + rng.integers(0, 25 if seed % 2 else 4, n)          # sparse sets touch and leave gaps
     d = pd.DataFrame({"chrom": c, "start": s, "end": e})
     idx = g.index(d, ops=("coverage",))
-    us, ur = gc.union_runs(idx._gs, idx._ge)
-    np.testing.assert_array_equal(us, idx.U.level.left)
-    np.testing.assert_array_equal(ur, idx.U.level.right)
+    parts = gc.cover_parts(idx)
+    # reference: the runs from the running maximum of the ends over the starts in order
+    gs_, ge_ = idx._sorted_values()
+    reach = np.maximum.accumulate(ge_)
+    last = np.append(gs_[1:] > reach[:-1], True)
+    first = np.insert(last[:-1], 0, True)
+    np.testing.assert_array_equal(parts["US"].level.idx, gs_[first])
+    np.testing.assert_array_equal(parts["UR"].level.idx, reach[last])
+    np.testing.assert_array_equal(parts["Uc"].level.left, gs_[first])
     m = 300
     qc = rng.choice(["chr1", "chr2", "chr3", "chrX"], m)
     qs = rng.integers(0, 170, m)

@@ -4,17 +4,13 @@ the query's meet with the union of the data, by one of two einsum plans.
 Source: the continuous tensor paper §7.2 (genomic intervals as continuous tensors, a query's
 covered bases as `B[i] = Q[i, x] * U[x] * d(x; lebesgue)`).
 
-The union's maximal runs (touching intervals join, as `bedtools merge` prints them) are laid out
-here from the data's starts and ends in start order: a run closes where the next interval starts
-beyond the reach (the running maximum of the ends), as `genome_layout.union_ends` lays out the
-run ends for closest.  numpy only accumulates coordinates; the runs are the same as the einsum
-union `U[x] = D[j, x] * d(j; boolean)` that `merge` prints (tests/test_genomics_union.py checks
-it), which costs ~2.0 ms for 100k intervals against ~0.3 ms here.  Parts (stored in the index's
-`_parts` as "Uc", "Uc_starts", "Uc_ends", built once under its lock, counted in `nbytes` and
-`build_seconds`):
-- `Uc[x]` the runs as a SparseRunList -> Pattern, closed left (16 bytes per run);
+The union's maximal runs (touching intervals join, as `bedtools merge` prints them) are the
+index's part `U`, the einsum `U[x] = D[j, x] * d(j; boolean)` that `merge` prints (one pass over
+the intervals in start order: the kernel folds each overlapping run into the previous one).  Parts
+derived from it (stored in the index's `_parts` as "Uc_starts", "Uc_ends", built once under its
+lock):
 - `US[x]`, `UR[x]` the run starts / ends as strictly increasing pinpoints (SparseList -> Pattern
-  over the run arrays themselves, no copy).
+  over U's own endpoint arrays, no copy).
 
 Plans (`plan`):
 - "direct": `EINSUMS["covered"]`, one kernel; each query seeks its first run by a galloping search
@@ -30,8 +26,6 @@ the run count there).
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from .. import Dense, Pattern, SparseInterval, SparseList, SparseRunList, Tensor
@@ -41,49 +35,22 @@ from .genome_layout import interval_tensor, values
 DIRECT_AT = 1024
 
 
-def union_runs(gs: np.ndarray, ge: np.ndarray):
-    """(starts, ends) of the maximal runs of the union of [gs, ge) (gs ascending, ge in the same
-    order; equal starts in any order), float64, strictly increasing; an interval starting at the reach touches the run and
-    joins it.  Chromosomes lie 2**41 apart on the genome axis, so no run crosses one."""
-    if not len(gs):
-        return gs[:0].copy(), ge[:0].copy()
-    reach = np.maximum.accumulate(ge)
-    # boolean masks of the runs' last and first intervals (1.8 -> 0.55 ms for 100k intervals in
-    # 90k runs against flatnonzero and integer takes)
-    last = np.empty(len(gs), bool)
-    np.greater(gs[1:], reach[:-1], out=last[:-1])
-    last[-1] = True
-    first = np.empty(len(gs), bool)
-    first[0] = True
-    first[1:] = last[:-1]
-    return gs[first], reach[last]
-
-
 def points(x: np.ndarray, name: str) -> Tensor:
     """P[x]: strictly increasing coordinates as pinpoints (SparseList -> Pattern), `x` the buffer."""
     return Tensor(SparseList(Pattern(), np.array([0, len(x)], np.int64), x), name=name, validate=False)
 
 
 def cover_parts(index) -> dict:
-    """The index's union runs as `Uc`, `US`, `UR` (module docstring), built on first use under the
-    index's lock; returns the dict of the three tensors by those names."""
+    """The index's union runs `Uc` (its part `U`) and their starts and ends as pinpoints `US`, `UR`
+    (module docstring), built on first use under the index's lock; a dict of the three tensors."""
     parts = index._parts
-    got = parts.get("Uc")
-    if got is None:
+    if "Uc_ends" not in parts:
         with index._lock:
-            got = parts.get("Uc")
-            if got is None:
-                # the sorted values (no row order made: coverage never maps ranks to rows), timed
-                # by the index when made
-                sv = index._sorted_values()
-                t0 = time.perf_counter()
-                us, ur = union_runs(*sv)
-                parts["Uc_starts"], parts["Uc_ends"] = points(us, "US"), points(ur, "UR")
-                got = Tensor(SparseRunList(Pattern(), np.array([0, len(us)], np.int64), us, ur, "left"),
-                             name="Uc", validate=False)
-                parts["Uc"] = got            # last: its presence says the three are built
-                index.build_seconds += time.perf_counter() - t0
-    return {"Uc": got, "US": parts["Uc_starts"], "UR": parts["Uc_ends"]}
+            if "Uc_ends" not in parts:
+                lvl = index.U.level              # the union einsum, built (and timed) by the index
+                parts["Uc_starts"] = points(np.asarray(lvl.left), "US")
+                parts["Uc_ends"] = points(np.asarray(lvl.right), "UR")   # last: says both are built
+    return {"Uc": index.U, "US": parts["Uc_starts"], "UR": parts["Uc_ends"]}
 
 
 def plan(index) -> str:

@@ -81,12 +81,12 @@ SEMIRING = {"closest_next": "min", "closest_prev": "max", "map_min": "min", "map
 
 
 # the index tensors each operation reads (up front; merge reads S and E only to tell a lone
-# zero-length interval, built on that first use; coverage's union runs, `genome_cover.cover_parts`,
-# are built on its first call: laid out from the starts and ends, not by the union einsum)
+# zero-length interval, built on that first use; coverage's run starts/ends as pinpoints,
+# `genome_cover.cover_parts`, are views of U's arrays made on its first call)
 PARTS = {"count": ("S", "E"), "overlap": ("S", "End"), "intersect": ("S", "D"),
-         "coverage": ("S", "E"), "subtract": ("Depth",), "merge": ("U",),
+         "coverage": ("S", "E", "U"), "subtract": ("Depth",), "merge": ("U",),
          "closest": ("S", "End", "UE"), "depth": ("Depth",)}
 # under layout="grid": counts and pairs read the grid and the start/end values
 GRID_PARTS = {**PARTS, "count": ("G", "DS", "End"), "overlap": ("G", "DS", "End"), "intersect": ("G", "DS", "D"),
-              "coverage": ("G", "DS", "End")}
+              "coverage": ("G", "DS", "End", "U")}
 LAYOUTS = ("sorted", "grid")

@@ -130,11 +130,7 @@ def code_names(chrom):
     if keys is None:
         return None
     rows, distinct = pd.factorize(keys)
-    names = [key_name(k) for k in distinct.tolist()]
-    by_name = sorted(range(len(names)), key=names.__getitem__)
-    rank = np.empty(len(names), np.int64)
-    rank[by_name] = np.arange(len(names))
-    return rank[rows], [names[k] for k in by_name]
+    return _by_name(rows, [key_name(k) for k in distinct.tolist()])
 
 
 def sorted_codes(chrom):
@@ -144,9 +140,12 @@ def sorted_codes(chrom):
     if coded is not None:
         return coded
     codes, names = factorize_names(chrom)
-    names = [str(c) for c in names]
+    return _by_name(np.asarray(codes, np.int64), [str(c) for c in names])
+
+
+def _by_name(codes: np.ndarray, names: list):
+    """Codes into `names` recoded to index the names sorted, and the sorted names."""
     by_name = sorted(range(len(names)), key=names.__getitem__)
-    codes = np.asarray(codes, np.int64)
     if by_name != list(range(len(names))):
         rank = np.empty(len(names), np.int64)
         rank[by_name] = np.arange(len(names), dtype=np.int64)

@@ -39,3 +39,14 @@ def _optimised_tiers_done():
     tiering = sys.modules.get("ctensor.driver.tiering")
     if tiering is not None:
         tiering.wait()
+
+
+@pytest.fixture(params=["numpy", "polars"])
+def sorter(request, monkeypatch):
+    """The genomics glue's sorts (`radix_order`) at every size: numpy's counting passes, or polars'
+    sort (used from `LIBRARY_SORT_AT` values on when installed), so both are checked on small data."""
+    from ctensor.apps import radix_order
+    if request.param == "polars":
+        pytest.importorskip("polars")
+    monkeypatch.setattr(radix_order, "LIBRARY_SORT_AT", 0 if request.param == "polars" else 1 << 62)
+    return request.param

@@ -64,7 +64,7 @@ def test_key_table_codes_positions_and_absent_names(chroms):
 
 
 @pytest.mark.parametrize("bits", [3, 16, 24, 25, 31, 44])
-def test_sort_bits_sorts_values(bits):
+def test_sort_bits_sorts_values(bits, sorter):
     rng = np.random.default_rng(bits)
     k = rng.integers(0, 2**bits, 50_000)
     p = (k << 5) | rng.integers(0, 32, len(k))
@@ -74,7 +74,7 @@ def test_sort_bits_sorts_values(bits):
 
 
 @pytest.mark.parametrize("n", [1, 2, 1000, 100_000])
-def test_start_sorted_equals_the_ranked_axis_values(n):
+def test_start_sorted_equals_the_ranked_axis_values(n, sorter):
     rng = np.random.default_rng(n)
     codes = rng.integers(0, 5, n)
     s = rng.integers(-1, 2**28, n)
@@ -90,7 +90,7 @@ def test_start_sorted_equals_the_ranked_axis_values(n):
     assert sorted(zip(vs, ve)) == sorted(zip(gs, ge))     # the same intervals
 
 
-def test_start_sorted_declines_keys_past_63_bits():
+def test_start_sorted_declines_keys_past_63_bits(sorter):
     s = np.array([2**40 - 10, 0, 5])
     e = np.array([2**40 - 1, 2**39, 6])
     assert start_sorted(np.zeros(3, np.int64), s, e) is None
@@ -117,7 +117,7 @@ def _brute_count(q, d):
     return out
 
 
-def test_parts_from_values_then_ranks_agree():
+def test_parts_from_values_then_ranks_agree(sorter):
     """count and merge build S, E and the union from the sorted values (no row order); overlap
     and intersect then build the ranks on the same index: every answer equals a fresh index's
     and the brute-force count, whichever came first."""

@@ -25,7 +25,7 @@ def _axis(rng, n, chroms, span=2**28, ties=0.0):
 
 @pytest.mark.parametrize("n", [0, 1, 2, 17, 1000, 70_000, 300_000])
 @pytest.mark.parametrize("chroms", [1, 5])
-def test_exact_order_is_stable_argsort(n, chroms):
+def test_exact_order_is_stable_argsort(n, chroms, sorter):
     rng = np.random.default_rng(n + chroms)
     x = _axis(rng, n, chroms, ties=0.2)
     assert np.array_equal(exact_order(x), np.argsort(x, kind="stable"))
@@ -43,7 +43,7 @@ def test_exact_order_off_the_genome_axis_falls_back():
 
 
 @pytest.mark.parametrize("n", [2, 1000, 200_000])
-def test_visit_order_is_a_bucketed_start_order(n):
+def test_visit_order_is_a_bucketed_start_order(n, sorter):
     """A permutation; sorted by the keys' top bits: a row visited later never starts a bucket
     (2**(top - bits) keys wide) earlier."""
     rng = np.random.default_rng(n)

@@ -20,6 +20,13 @@ gathers of 2M).  `visit_order` is any permutation that puts the
 rows in start order up to buckets holding about one row each (the keys' top bits): the answer of
 each row does not depend on the order it is run in, and the kernels' searches then move forward
 by about a row's worth of the index.
+
+From `LIBRARY_SORT_AT` values on, the sorts go to polars' single-threaded sort of int64 values when
+polars is installed (the `examples`/`dask` extras): 2M 41-bit values in 32 ms of CPU, against
+65-72 ms for the counting pass + timsort below and 112 ms for numpy's `np.sort` on this machine.
+A stable argsort then sorts each key packed above its row number (the row breaks ties: stable),
+41 ms for 2M against 67-84 ms for two or three counting passes.  Below that size numpy's counting
+passes are as fast (100k rows: 1.8-1.9 vs 2.0 ms).
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ import numpy as np
 __all__ = ["axis_keys", "exact_order", "ranked_axis", "start_sorted", "visit_order"]
 
 _SHIFT = 41                     # genome_layout.SPAN == 2**41: chromosome k starts at k << 41
+LIBRARY_SORT_AT = 1 << 18       # values from which polars' sort is used (module docstring)
 _DIGIT = 16                     # numpy's stable argsort of uint16 is a counting sort
 _SPAN = float(1 << _SHIFT)
 
@@ -80,10 +88,30 @@ def _digit(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
     return d.astype(np.uint8 if width <= 8 else np.uint16)
 
 
+def _library_sort(values: np.ndarray):
+    """`values` (int64) sorted ascending as a new read-only array by polars' single-threaded sort,
+    or None when polars is not installed or `values` is short (module docstring)."""
+    if len(values) < LIBRARY_SORT_AT:
+        return None
+    try:
+        import polars as pl
+    except ImportError:
+        return None
+    return pl.Series(values).sort(multithreaded=False).to_numpy()
+
+
 def _radix(keys: np.ndarray, bits: int) -> np.ndarray:
-    """Stable argsort of non-negative int64 `keys` < 2**bits: counting passes over the digits of
+    """Stable argsort of non-negative int64 `keys` < 2**bits: the keys packed above their row
+    numbers and sorted as values (`_library_sort`), or counting passes over the digits of
     `_digits`, least significant first (each pass stable, so the last one leaves ties in row
     order)."""
+    rows = (len(keys) - 1).bit_length()
+    if bits + rows <= 63 and len(keys) >= LIBRARY_SORT_AT:
+        packed = keys << rows
+        packed |= np.arange(len(keys), dtype=np.int64)
+        done = _library_sort(packed)
+        if done is not None:
+            return np.bitwise_and(done, (1 << rows) - 1, out=packed)
     perm = None
     for shift, width in _digits(bits):
         digit = _digit(keys, shift, width)
@@ -126,12 +154,16 @@ _MSD_AT = 25        # bits from which one pass over the top digit + a merge sort
 
 
 def _sort_bits(p: np.ndarray, lo: int, bits: int) -> np.ndarray:
-    """`p` (non-negative int64 < 2**(lo + bits)) sorted.  Up to 24 bits above `lo`: counting passes
+    """`p` (non-negative int64 < 2**(lo + bits)) sorted, as a new array: from `LIBRARY_SORT_AT`
+    values by `_library_sort` (by the whole value).  Otherwise, up to 24 bits above `lo`: counting passes
     over `_digits`, least significant first, each moving the values themselves (the bits below
     `lo` then keep their order within equal keys).  More bits: one counting pass over the top 16
     bits, then numpy's stable sort (timsort) of the values, which finds each bucket's ~n/2**16
     values as short runs to merge (2M values of 43 bits: 65 ms of CPU, where two LSD passes
     took 91 ms and numpy's quicksort 112 ms); it sorts by the whole value."""
+    done = _library_sort(p)
+    if done is not None:
+        return done
     if bits < _MSD_AT:
         for shift, width in _digits(bits):
             p = np.take(p, np.argsort(_digit(p, lo + shift, width), kind="stable"))
@@ -180,9 +212,9 @@ def start_sorted(codes: np.ndarray, s: np.ndarray, e: np.ndarray):
         return None
     key <<= lb
     key |= lens
-    p = _sort_bits(key, lb, kb)
+    p = _sort_bits(key, lb, kb)                      # may be read-only (polars'): not written
     np.bitwise_and(p, (1 << lb) - 1, out=lens)
-    p >>= lb
+    p = np.right_shift(p, lb, out=key)               # key's buffer is free now (p is a new array)
     p += kmin                                        # (code << sb) | (s + 1)
     gs = np.empty(n, np.float64)
     np.right_shift(p, sb, out=gs, casting="unsafe")

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import Dense, Pattern, SparseInterval, SparseList, SparseRunList, Tensor
 from .genome_layout import interval_tensor, values
+from .workers import split_rows
 
 # fewer union runs than this: measure each query against the runs directly (module docstring)
 DIRECT_AT = 1024
@@ -79,3 +80,16 @@ def covered(index, gs, ge, how=None) -> np.ndarray:
     # exact integers, so the cast needs no rounding (np.rint's temporary cost ~0.3 ms per 100k
     # queries here, mostly page faults on a fresh 800 KB buffer)
     return np.asarray(B.level.child.val).astype(np.int64)
+
+
+
+def coverage(index, gs, ge, workers: int = 1) -> dict:
+    """`bedtools coverage` of queries [gs, ge) (genome axis, widened): {"count", "covered",
+    "length", "fraction"} as `GenomeIndex.coverage` documents.  The rows are split over `workers`
+    threads and visited in about start order (`workers.split_rows`), which the count's finger
+    searches need (100k shuffled queries: 35 ms in row order, 1.8 ms in visit order)."""
+    count, cov = split_rows(lambda s, e: (index._count(s, e), covered(index, s, e)), workers, (gs, ge),
+                            order_by=gs)
+    # widened lengths, exact in float64; cast as they are written (no float temporary)
+    length = np.subtract(ge, gs, out=np.empty(len(gs), np.int64), casting="unsafe")
+    return {"count": count, "covered": cov, "length": length, "fraction": cov / length}

@@ -201,16 +201,17 @@ class GenomeIndex(IntervalAxis, TrackOps):
         return unique_bytes(self._parts.values())
 
     # ------------------------------------------------------------------ query layout
-    def genome(self, chrom, start, end, workers: int = 1):
+    def genome(self, chrom, start, end, workers: int = 1, checked: bool = False):
         """Map query intervals to the genome axis: (widened start, widened end, zero mask), floats.
         `start`, `end`: 1-D integers (or integral floats) in [0, MAX_COORD]; `chrom`: one name per
         query, or one str for all of them.  Raises FormatError naming the first query row with a
         coordinate that is fractional or out of range, or end < start, or a chrom of another
         length; TypeError for non-numeric coordinates (the DataFrame functions of
         `ctensor.apps.genomics` check far more, through `read_intervals`).  `workers`: threads
-        the chromosome coding of a large batch runs on (`genome_layout.query_axis`)."""
+        the chromosome coding of a large batch runs on (`genome_layout.query_axis`).  `checked`:
+        start and end are int64 columns of a frame `read_intervals` validated (not re-checked)."""
         table = self._lazy("_names", lambda: (key_table(self.chroms),))[0]
-        return query_axis(self.chroms, chrom, start, end, check_workers(workers), table)
+        return query_axis(self.chroms, chrom, start, end, check_workers(workers), table, checked)
 
     def _run(self, key, op=None, out=None, **tensors):
         """Call the kernel `key` (compiled from EINSUMS[op or key] on first use)."""

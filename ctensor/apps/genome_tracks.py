@@ -36,11 +36,7 @@ class TrackOps:
         `workers`: threads the queries are split over (contiguous chunks, same result)."""
         check_workers(workers)
         gs, ge, _ = self.genome(chrom, start, end, workers)
-        count, covered = split_rows(lambda s, e: (self._count(s, e), self._covered(s, e)), workers, (gs, ge),
-                                    order_by=gs)
-        # widened lengths, exact in float64; cast as they are written (no float temporary)
-        length = np.subtract(ge, gs, out=np.empty(len(gs), np.int64), casting="unsafe")
-        return {"count": count, "covered": covered, "length": length, "fraction": covered / length}
+        return genome_cover.coverage(self, gs, ge, workers)
 
     def subtract(self, start, end, chrom=None, workers: int = 1):
         """Pieces of each query interval not covered by any data interval (`bedtools subtract`):

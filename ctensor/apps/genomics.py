@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FormatError
+from . import genome_cover
 from .bedio import read_intervals
 from .genome_index import EINSUMS, GenomeIndex
 from .frame_kinds import polars_in_out
@@ -250,8 +251,9 @@ def coverage(query, data, workers: int = 1) -> pd.DataFrame:
     `covered` (bases covered by their union), `length` (zero-length queries count 2, as bedtools
     widens them) and `fraction` = covered / length (float64); query columns of those names are
     replaced, as `DataFrame.assign`.  Original index.  `workers`: threads the queries are split over (`ctensor.apps.workers`; see the module docstring)."""
-    q, idx, a = _args(query, data, "coverage", workers)
-    return _with_columns(q, idx.coverage(*a, workers=workers))
+    q, idx, (start, end, chrom) = _args(query, data, "coverage", workers)
+    gs, ge, _ = idx.genome(chrom, start, end, workers, checked=True)      # q: validated by read_rows
+    return _with_columns(q, genome_cover.coverage(idx, gs, ge, workers))
 
 
 @polars_in_out

@@ -87,6 +87,57 @@ def test_data_partitioned_by_chromosome(client, frames, by_chromosome, op, kw):
          fn(q, d.sample(frac=1, random_state=3), **kw))
 
 
+def test_group_indexes_fetched_once_per_worker(client, frames, by_chromosome):
+    """Both Dask: the answer tasks spread over both workers (they depend on small stand-ins of the
+    group indexes, not on the indexes); each worker holds the group indexes its partitions read
+    once, in one `ResidentSet` entry; the answer equals the in-memory one."""
+    from ctensor.apps import dask_broadcast
+    q, _ = frames
+    ddf, d = by_chromosome
+    qd = dd.from_pandas(q, npartitions=6)
+
+    def sets():
+        return client.run(lambda: {k: sorted(v) for k, v in dask_broadcast._RESIDENT.items() if isinstance(v, dict)})
+    before = {k for v in sets().values() for k in v}
+    lazy = g.count_overlaps(qd, ddf)
+    with distributed.get_task_stream(client) as ts:
+        got = lazy.compute()
+    same(got, g.count_overlaps(q, d))
+    ran = {t["worker"] for t in ts.data if "_answer" in str(t["key"])}
+    assert len(ran) == 2
+    new = {w: {k: v for k, v in held.items() if k not in before} for w, held in sets().items()}
+    tokens = {k for v in new.values() for k in v}
+    assert len(tokens) == 1                                              # one entry per worker: this call's
+    # the groups the query reads: chr1+chrX (partition 0; chr3, which the data lacks, goes there too)
+    # and chr2 (partition 2); the empty partition and chr5 form groups 1 and 3, fetched by no one
+    assert all(list(v.values()) == [[0, 2]] for v in new.values())
+
+
+def test_resident_set_dropped_with_its_handle(client):
+    """A `ResidentSet`'s copies on the workers go when the client's handle is collected (the
+    answer path's handle lives in the graph, which a LocalCluster's scheduler keeps for a while,
+    so the mechanism is tested here on its own)."""
+    import gc
+    import time
+    from ctensor.apps import dask_broadcast
+    futures = [client.submit(np.arange, n) for n in (5, 7)]
+    handle = dask_broadcast.ResidentSet.of(futures)
+    workers = list(client.scheduler_info()["workers"])
+    got = client.gather([client.submit(lambda h: [len(h.get(0)), len(h.get(1))], handle, workers=[w], pure=False)
+                         for w in workers])
+    assert got == [[5, 7]] * 2
+    assert all(client.run(lambda: handle.token in dask_broadcast._RESIDENT).values())
+    token = handle.token
+    del handle, futures
+    gc.collect()
+    for _ in range(100):                                                     # the drop is sent without waiting
+        held = client.run(lambda: token in dask_broadcast._RESIDENT)
+        if not any(held.values()):
+            break
+        time.sleep(0.1)
+    assert not any(held.values())
+
+
 def test_map_and_signal_stats(client, frames):
     q, d = frames
     qd = dd.from_pandas(q, npartitions=4)

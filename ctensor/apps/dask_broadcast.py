@@ -21,6 +21,7 @@ _SCATTERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # object
 _LOCK = threading.Lock()
 
 RESIDENT_MAX = 4                                   # objects kept per worker process
+SETS_MAX = 2                                       # of which `ResidentSet`s (one call's objects each)
 _RESIDENT: "collections.OrderedDict" = collections.OrderedDict()          # token -> object (this process)
 _FETCH_LOCK = threading.Lock()                     # one fetch at a time: threads of a worker share it
 
@@ -66,16 +67,82 @@ class Resident:
         return obj
 
     def _fetch(self):
-        from distributed import Future, get_client, get_worker
-        try:
-            worker = get_worker()
-        except ValueError:
-            worker = None
-        if worker is not None and self.key in worker.data:
-            return worker.data[self.key]
-        # state="memory": the key is held (the client keeps its future), so fetch it at once; a bare
-        # Future(key) would wait for a state update the scheduler never sends this client
-        return Future(self.key, get_client(), state="memory").result()
+        return _fetch(self.key)
+
+
+class ResidentSet:
+    """A task's handle of several objects computed on the cluster for one call (their futures, in
+    the client): `get(k)` returns this process's copy of the k-th, fetched the first time (from this
+    worker's own store when it was computed here).  The set is one entry of the worker's
+    `_RESIDENT` LRU (a call's objects stay together, however many), dropped on every worker when
+    the client's handle is collected.  Why not the futures as the tasks' dependencies: the
+    scheduler places a task where most of its dependencies' bytes are, so tasks reading several
+    large objects built on different workers would all run on the one holding the most.  A worker
+    keeps the sets of the `SETS_MAX` calls it served last (a set dropped early is fetched again if
+    its call's graph runs again).  A `LocalCluster`'s scheduler shares the client's process and
+    keeps its recent messages, graph arguments included, so there the handle (and with it the
+    objects' futures) is collected some messages after the call's result, not at once."""
+
+    __slots__ = ("token", "keys", "futures", "__weakref__")
+
+    def __init__(self, token: str, keys, futures=None):
+        self.token, self.keys, self.futures = token, tuple(keys), futures
+
+    @classmethod
+    def of(cls, futures):
+        """A handle of `futures` (in the client), whose copies the workers drop when it is collected."""
+        from distributed import get_client
+        futures = list(futures)
+        client = futures[0].client if futures else get_client()
+        handle = cls(uuid.uuid4().hex, [f.key for f in futures], futures)
+        fin = weakref.finalize(handle, _forget, weakref.ref(client), handle.token)
+        fin.atexit = False
+        return handle
+
+    def __reduce__(self):
+        return ResidentSet, (self.token, self.keys)
+
+    def __dask_tokenize__(self):
+        return ("ResidentSet", self.token)
+
+    def get(self, k: int):
+        with _LOCK:
+            got = _RESIDENT.get(self.token)
+            obj = got.get(k) if got is not None else None
+            if got is not None:
+                _RESIDENT.move_to_end(self.token)
+        if obj is not None:
+            return obj
+        with _FETCH_LOCK:
+            with _LOCK:
+                got = _RESIDENT.get(self.token)
+                obj = got.get(k) if got is not None else None
+            if obj is None:
+                obj = _fetch(self.keys[k])
+            with _LOCK:
+                _RESIDENT.setdefault(self.token, {})[k] = obj
+                _RESIDENT.move_to_end(self.token)
+                sets = [t for t, v in _RESIDENT.items() if isinstance(v, dict)]
+                for t in sets[:-SETS_MAX]:             # older calls' sets first: each may be large
+                    del _RESIDENT[t]
+                while len(_RESIDENT) > RESIDENT_MAX:
+                    _RESIDENT.popitem(last=False)
+        return obj
+
+
+def _fetch(key):
+    """The object of a key held by the cluster: from this worker's store, else from the worker
+    holding it (the worker's own client gathers from its peer directly)."""
+    from distributed import Future, get_client, get_worker
+    try:
+        worker = get_worker()
+    except ValueError:
+        worker = None
+    if worker is not None and key in worker.data:
+        return worker.data[key]
+    # state="memory": the key is held (the client keeps its future), so fetch it at once; a bare
+    # Future(key) would wait for a state update the scheduler never sends this client
+    return Future(key, get_client(), state="memory").result()
 
 
 def resolve(obj):
@@ -123,4 +190,4 @@ def broadcast(obj):
     return handle
 
 
-__all__ = ["Resident", "broadcast", "is_dask_array", "is_dask_frame", "resolve"]
+__all__ = ["Resident", "ResidentSet", "broadcast", "is_dask_array", "is_dask_frame", "resolve"]

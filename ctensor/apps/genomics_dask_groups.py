@@ -1,21 +1,26 @@
 """Query operations whose data is a Dask frame, on a `distributed` cluster: the data is indexed on
-the workers, one index per chromosome group, and each query partition is joined group by group
-where the group's index lives — nothing is computed into, built in, or broadcast from the client.
+the workers, one index per chromosome group, and each query partition is answered in one task on
+the worker that read it, against every group's index — nothing is computed into, built in, or
+broadcast from the client, and no query rows cross between workers.
 
 Why: every query operation answers a query row from the data intervals on its chromosome alone,
 so the data splits into groups of partitions that share no chromosome (the connected components
 of "has a chromosome in common"; a frame partitioned by chromosome — e.g. read from one file per
 chromosome — gives one group per partition, an unsorted frame one group of all partitions), and
-each group is indexed by one task, in parallel.  A query partition is split by the group of each
-row's chromosome (rows on chromosomes the data lacks go to the first group, whose index answers
-"no data here" as any index does); each piece runs the in-memory operation against its group's
-index on the worker holding it (the index is a dependency of the task: the scheduler moves the
-smaller piece, not the index); the pieces' answers are put back in query row order (a row-number
-column carried through the operation, which keeps extra query columns) — the rows, values, dtypes
-and columns of the in-memory answer on `data.compute()`.  With `return_index`, `index` is the
-global query row position and `index_` the global data row position (the group's rows mapped
-back).  Row labels: the query's for operations that keep them (`KEEPS_LABELS`, as their in-memory
-docstrings say), else a RangeIndex per partition.
+each group is indexed by one task, in parallel, with the index tensors the operation reads (built
+once, by answering an empty query, not again on each worker).  Each worker fetches each group's
+index once per call (`dask_broadcast.ResidentSet`; worker to worker) when its first query
+partition needs it.  Why not send the query pieces to the index instead (as before): 40 small
+tasks per call, each piece and its answer crossing twice, cost 0.5 s of transfers on 2 workers
+(count_overlaps, 2M x 2M) — more than copying the five indexes once — and an overlap's answers
+(8 pairs per query) are far larger than the index.  A query partition is split by the group of
+each row's chromosome (rows on chromosomes the data lacks go to the first group, whose index
+answers "no data here" as any index does); the pieces' answers are put back in query row order
+(a row-number column carried through the operation, which keeps extra query columns) — the rows,
+values, dtypes and columns of the in-memory answer on `data.compute()`.  With `return_index`,
+`index` is the global query row position and `index_` the global data row position (the group's
+rows mapped back).  Row labels: the query's for operations that keep them (`KEEPS_LABELS`, as
+their in-memory docstrings say), else a RangeIndex per partition.
 
 Work done at call time (eagerly, on the workers): the data partitions are computed there and
 kept until the group indexes are built; their chromosomes and lengths (a few bytes) come back to
@@ -25,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from .dask_broadcast import ResidentSet
 
 ROW = "__ctensor_query_row"                  # the carried row number (a name no user column takes)
 KEEPS_LABELS = frozenset({"count_overlaps", "any_overlap", "no_overlap", "coverage", "map", "signal_stats"})
@@ -59,21 +66,16 @@ def _groups(chroms):
     return [out[r] for r in sorted(out)]
 
 
-def _index(offsets, *parts):
-    """One group's index and the global data row position of each of its rows."""
+def _index(offsets, fn, query_meta, args, kw, *parts):
+    """One group's index, with the tensors `fn` reads, and the global data row position of each of
+    its rows.  The tensors are built here, by answering an empty query, so that each is built once
+    per call and copied to the other workers, not built again on each worker that receives it."""
     from .genome_index import GenomeIndex
     frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
     pos = np.concatenate([np.arange(o, o + len(p), dtype=np.int64) for o, p in zip(offsets, parts)])
-    return GenomeIndex(frame, ops=()), pos
-
-
-def _split(part, route, ngroups):
-    """The partition's rows as one piece per group, each with its row numbers in ROW (a missing
-    chromosome goes to group 0, where the operation raises its FormatError)."""
-    codes, names = pd.factorize(part["chrom"])
-    group = np.asarray([route.get(str(n), 0) for n in names] + [0], np.int64)[codes]   # code -1 -> the 0 at the end
-    part = part.assign(**{ROW: np.arange(len(part), dtype=np.int64)})
-    return tuple(part[group == k] for k in range(ngroups))
+    idx = GenomeIndex(frame, ops=())
+    fn(query_meta, idx, *args, **kw)
+    return idx, pos
 
 
 def _join(piece, built, fn, args, kw):
@@ -90,7 +92,7 @@ def _join(piece, built, fn, args, kw):
     return out
 
 
-def _assemble(keeps, offset, labels, *outs):
+def _assemble(keeps, offset, labels, outs):
     """The pieces' answers in query row order (stable: a row's own answer rows keep their order)."""
     full = [o for o in outs if len(o)]
     out = (pd.concat(full) if len(full) > 1 else full[0]) if full else outs[0]
@@ -104,8 +106,30 @@ def _assemble(keeps, offset, labels, *outs):
     return out
 
 
-def _labels(part):
-    return part.index
+def _ready(built):
+    """A small stand-in of a built group index: the answer tasks wait on it, not on the index."""
+    return True
+
+
+def _answer(part, route, keeps, offset, fn, args, kw, indexes, *ready):
+    """One query partition against the group indexes (`indexes`, a `ResidentSet`: each fetched to
+    this worker once per call): each group's rows against its index, the answers put back in the
+    partition's row order.  A row on a chromosome the data lacks goes to group 0, whose index
+    answers it as any index answers such a row."""
+    codes, names = pd.factorize(part["chrom"])
+    table = np.asarray([route.get(str(n), 0) for n in names] + [0], np.int64)   # code -1 -> the 0 at the end
+    group = table[codes]
+    present = np.unique(group) if len(part) else np.zeros(1, np.int64)
+    if len(present) == 1:                      # one group (e.g. a query partitioned by chromosome): no split
+        out = _join(part, indexes.get(int(present[0])), fn, args, kw)
+        if offset and "index" in out.columns and out["index"].dtype.kind == "i":
+            out["index"] = out["index"] + offset
+        if not keeps:
+            out.index = pd.RangeIndex(len(out))
+        return out
+    tagged = part.assign(**{ROW: np.arange(len(part), dtype=np.int64)})
+    outs = [_join(tagged[group == k], indexes.get(int(k)), fn, args, kw) for k in present]
+    return _assemble(keeps, offset, part.index, outs)
 
 
 def joined(fn, query, data, args, kw, meta):
@@ -120,22 +144,23 @@ def joined(fn, query, data, args, kw, meta):
     lengths = np.asarray([n for _, n in info], np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)])
     groups = _groups([c for c, _ in info])
-    built = [client.submit(_index, [int(starts[k]) for k in grp], *[parts[k] for k in grp], pure=False)
-             for grp in groups]
-    route = pd.Series({name: g for g, grp in enumerate(groups) for k in grp for name in info[k][0]}, dtype=np.int64)
+    built = [client.submit(_index, [int(starts[k]) for k in grp], fn, query._meta, args, kw,
+                           *[parts[k] for k in grp], pure=False) for grp in groups]
+    del parts
+    # the answer tasks depend on a small stand-in of each index (so the scheduler places each where
+    # its query part was read, spreading them evenly) and fetch the indexes themselves, once per
+    # worker; with the indexes as dependencies every task would go where the most index bytes are
+    ready = [client.submit(_ready, b, pure=False) for b in built]
+    indexes = ResidentSet.of(built)
+    route = {name: g for g, grp in enumerate(groups) for k in grp for name in info[k][0]}
     offsets = None
     if kw.get("return_index"):
         qlen = query.map_partitions(len).compute()
         offsets = np.concatenate([[0], np.cumsum(np.asarray(qlen, np.int64))])
     keeps = fn.__name__ in KEEPS_LABELS
-    run, split, assemble = dask.delayed(_join, pure=True), dask.delayed(_split, nout=len(groups), pure=True), \
-        dask.delayed(_assemble, pure=True)
-    out = []
-    for i, part in enumerate(query.to_delayed()):
-        pieces = split(part, route, len(groups))
-        answers = [run(pieces[k], built[k], fn, args, kw) for k in range(len(groups))]
-        labels = dask.delayed(_labels, pure=True)(part)
-        out.append(assemble(keeps, int(offsets[i]) if offsets is not None else 0, labels, *answers))
+    answer = dask.delayed(_answer, pure=True)
+    out = [answer(part, route, keeps, int(offsets[i]) if offsets is not None else 0, fn, args, kw, indexes, *ready)
+           for i, part in enumerate(query.to_delayed())]
     return dd.from_delayed(out, meta=meta, verify_meta=False)
 
 

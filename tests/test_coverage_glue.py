@@ -1,5 +1,5 @@
 """coverage's glue (issue 28) against plain oracles: the query chromosome coding by runs of equal
-names (`genome_layout._run_codes`), the validated-frame path of `GenomeIndex.genome`
+names (`genome_query._run_codes`), the validated-frame path of `GenomeIndex.genome`
 (`checked=True`), and the sorted ends of the index part E (`genome_layout.sorted_ends`).  The
 answers themselves are checked against bedtools in test_genomics.py and test_genomics_ops.py."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from ctensor.apps import genomics as g
-from ctensor.apps.genome_layout import _codes, sorted_ends
+from ctensor.apps.genome_layout import sorted_ends
+from ctensor.apps.genome_query import _codes
 from ctensor.apps.genome_names import key_table
 
 CHROMS = ["chr1", "chr2", "chr10", "chrX"]

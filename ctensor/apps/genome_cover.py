@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import Dense, Pattern, SparseInterval, SparseList, SparseRunList, Tensor
+from .. import Dense, Pattern, SparseInterval, SparseList, Tensor
 from .genome_layout import interval_tensor, values
 from .workers import split_rows
 

@@ -51,7 +51,6 @@ from .genome_layout import (
     cell_floor,
     choose_cell,
     decode,
-    query_axis,
     check_grid_memory,
     grid_tensor,
     interval_tensor,
@@ -63,6 +62,7 @@ from .genome_layout import (
 from .genome_closest import k_nearest, nearest
 from .genome_axis import IntervalAxis
 from .genome_names import key_table, sorted_codes
+from .genome_query import query_axis
 from .genome_tracks import TrackOps
 from .workers import check_workers, compiled, split_rows
 
@@ -208,7 +208,7 @@ class GenomeIndex(IntervalAxis, TrackOps):
         coordinate that is fractional or out of range, or end < start, or a chrom of another
         length; TypeError for non-numeric coordinates (the DataFrame functions of
         `ctensor.apps.genomics` check far more, through `read_intervals`).  `workers`: threads
-        the chromosome coding of a large batch runs on (`genome_layout.query_axis`).  `checked`:
+        the chromosome coding of a large batch runs on (`genome_query.query_axis`).  `checked`:
         start and end are int64 columns of a frame `read_intervals` validated (not re-checked)."""
         table = self._lazy("_names", lambda: (key_table(self.chroms),))[0]
         return query_axis(self.chroms, chrom, start, end, check_workers(workers), table, checked)

@@ -1,5 +1,6 @@
 """How `GenomeIndex` lays genomic intervals out as continuous tensors: the genome axis, the index
-tensors and their formats, the per-query tensors, and the decoding of outputs back to rows.
+tensors and their formats, the per-query tensors, and the decoding of outputs back to rows (the
+queries' coordinates and chromosome names are put on the axis by `genome_query`).
 
 Source: the continuous tensor paper §7.2 (genomic intervals as continuous tensors).  numpy here
 only sorts, dedups and accumulates coordinates; every answer is computed by the einsums of
@@ -57,7 +58,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import pandas as pd
 
 from .. import (
     Dense,
@@ -67,10 +67,7 @@ from .. import (
     SparseList,
     Tensor,
 )
-from ..errors import FormatError
-from .bedio import query_coords
-from .genome_names import SMALL_BATCH, factorize_names, packed_keys  # noqa: F401 (names used here and re-exported)
-from .workers import map_chunks
+from .genome_names import factorize_names  # noqa: F401 (re-exported: tests and callers import it here)
 
 SPAN = float(2**41)
 MAX_CHROMS = 2**53 // 2**41 - 2
@@ -285,109 +282,3 @@ def unique_bytes(tensors) -> int:
                     seen.add(id(base))
                     total += base.nbytes
     return total
-
-
-
-
-def query_axis(chroms, chrom, start, end, workers: int = 1, table=None, checked: bool = False):
-    """Query intervals on the genome axis of an index of chromosomes `chroms` (names, index order):
-    (widened start, widened end, zero mask), as `GenomeIndex.genome` documents.  `workers`: the
-    chromosome coding (a hash pass over the names) and the axis arithmetic of a large batch run
-    in contiguous chunks on that many threads (pandas' and Arrow's hashing release the GIL).
-    `table`: `genome_names.key_table(chroms)`, to code short names from the Arrow buffers.
-    `checked`: start and end are int64 arrays already validated (a frame from `read_intervals`:
-    0 <= start <= end <= MAX_COORD), so their checks are not repeated (two passes each)."""
-    if not checked:
-        start, end = query_coords(start, "start"), query_coords(end, "end")
-        if start.shape != end.shape:
-            raise FormatError(f"query: {start.shape[0]} starts but {end.shape[0]} ends")
-        if (end < start).any():                          # (negative coordinates: `query_coords`)
-            k = int(np.flatnonzero(end < start)[0])
-            raise FormatError(f"query row {k}: interval [{start[k]}, {end[k]}) ends before it starts")
-    if chrom is not None and not isinstance(chrom, str):
-        if not isinstance(chrom, (pd.Series, pd.Index, pd.Categorical, pd.api.extensions.ExtensionArray)):
-            chrom = np.asarray(chrom, dtype=object)
-        if np.shape(chrom) != start.shape:
-            raise FormatError(f"chrom: expected one name per query ({start.shape[0]}) or one str, "
-                              f"got shape {np.shape(chrom)}")
-    s, e, zero = widen(start, end)
-    if chrom is None:
-        if len(chroms) > 1:
-            raise TypeError("chrom: the index holds several chromosomes; pass the query's chrom")
-        return s.astype(np.float64), e.astype(np.float64), zero
-    if isinstance(chrom, pd.Series):
-        chrom = chrom.array                          # positional slices below
-    gs, ge = np.empty(len(s), np.float64), np.empty(len(s), np.float64)
-
-    def part(lo, hi):
-        # a scalar code (one chromosome in the chunk) broadcasts: no array of offsets
-        base = _codes(chroms, chrom if isinstance(chrom, str) else chrom[lo:hi], table) * SPAN
-        np.add(base, s[lo:hi], out=gs[lo:hi])
-        np.add(base, e[lo:hi], out=ge[lo:hi])
-    map_chunks(part, len(s), workers)
-    return gs, ge, zero
-
-
-# rows of a name column sampled for runs of equal names, and the changes of name allowed there
-# for the column to be coded by runs (`_run_codes`)
-_RUN_SAMPLE = 1024
-_RUN_CHANGES = _RUN_SAMPLE // 16
-
-
-def _run_codes(keys, table):
-    """Codes of packed name keys whose equal names come in long runs (a BED file sorted by
-    chromosome; one chromosome): each run's head looked up once, a scalar when there is one run;
-    None when the names change more often than once in 16 rows (first in a sample of the rows:
-    names in random order cost no full pass here).  One comparison of neighbours (~0.1 ms for
-    100k rows) where hashing every key costs ~0.45 ms (2M: ~2 vs 12 ms)."""
-    n = len(keys)
-    k = min(n, _RUN_SAMPLE)
-    if int(np.count_nonzero(keys[1:k] != keys[:k - 1])) > _RUN_CHANGES:
-        return None
-    heads = np.flatnonzero(keys[1:] != keys[:-1])
-    if len(heads) > n // 16:
-        return None
-    first = np.empty(len(heads) + 1, np.int64)
-    first[0] = 0
-    first[1:] = heads + 1
-    per_run = _lookup(keys[first], table)
-    if len(first) == 1:
-        return per_run[0]
-    return np.repeat(per_run, np.diff(np.append(first, n)))
-
-
-def _lookup(keys, table):
-    """`table.lookup(keys)[0]` (the codes of packed name keys; `table.absent` for names the
-    index lacks) by Arrow's `index_in` against the table's few keys: a hash lookup of each row's
-    key in a set built once from the table, where `KeyTable.lookup` factorizes the rows' keys
-    first (2M rows over 5 names: 6.8 vs 15 ms)."""
-    import pyarrow as pa                # present: the keys came from an Arrow column
-    import pyarrow.compute as pc
-    known = np.fromiter(table.code, np.uint64, len(table.code))
-    codes = np.fromiter(table.code.values(), np.int64, len(table.code))
-    pos = pc.index_in(pa.array(keys), value_set=pa.array(known)).fill_null(len(known))
-    pos = pos.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    if table.absent == len(known) and np.array_equal(codes, np.arange(len(known))):
-        return pos                      # codes are the keys' positions (`key_table`)
-    return np.append(codes, table.absent)[pos]
-
-
-def _codes(chroms, chrom, table=None):
-    """The index of each query's chromosome name in `chroms` (int64; len(chroms) for a name absent
-    from the data, whose queries get an empty region after the last chromosome); a scalar for one
-    name given for every query, or one name in every row of a coded Arrow column.  `table`
-    (`genome_names.key_table(chroms)` or None): codes an Arrow column of short names from its
-    buffers, without hashing the strings (by runs of equal names when they come in runs)."""
-    if isinstance(chrom, str):          # one name for every query: one lookup, not one per query
-        return np.int64(chroms.index(chrom) if chrom in chroms else len(chroms))
-    code = {name: k for k, name in enumerate(chroms)}
-    if len(chrom) <= SMALL_BATCH:       # a dict beats pandas' hashing set-up (~100 µs)
-        return np.fromiter((code.get(c, len(chroms)) for c in chrom), np.int64, len(chrom))
-    keys = packed_keys(chrom) if table is not None else None
-    if keys is not None:
-        by_runs = _run_codes(keys, table)
-        return by_runs if by_runs is not None else _lookup(keys, table)
-    # one pass over the names (`factorize_names`), then the few distinct names looked up
-    local, names = factorize_names(chrom)
-    lut = np.fromiter((code.get(str(c), len(chroms)) for c in names), np.int64, len(names))
-    return np.where(local < 0, len(chroms), lut[local] if len(names) else 0)     # NaN: no chromosome

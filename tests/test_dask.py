@@ -108,9 +108,19 @@ def test_group_indexes_fetched_once_per_worker(client, frames, by_chromosome):
     new = {w: {k: v for k, v in held.items() if k not in before} for w, held in sets().items()}
     tokens = {k for v in new.values() for k in v}
     assert len(tokens) == 1                                              # one entry per worker: this call's
-    # the groups the query reads: chr1+chrX (partition 0; chr3, which the data lacks, goes there too)
-    # and chr2 (partition 2); the empty partition and chr5 form groups 1 and 3, fetched by no one
-    assert all(list(v.values()) == [[0, 2]] for v in new.values())
+    # 4 groups (chr1+chrX, the empty partition, chr2, chr5) packed into 2 indexes (the cluster's 2
+    # threads) by rows, largest first: chr1+chrX (3,300 rows), and chr2, chr5 and the empty
+    # partition (1,740); the query reads both (its chr3, which the data lacks, goes to the first)
+    assert all(list(v.values()) == [[0, 1]] for v in new.values())
+
+
+def test_groups_packed_into_the_cluster_threads():
+    """Chromosome groups merged into at most as many indexes as the cluster has threads, by rows,
+    largest first into the emptiest; fewer groups than threads stay as they are."""
+    from ctensor.apps.genomics_dask_groups import _pack
+    assert _pack([[0], [1], [2], [3], [4]], [5, 1, 4, 2, 3], 2) == [[0, 1, 3], [2, 4]]
+    assert _pack([[0, 2], [1]], [5, 1, 4], 4) == [[0, 2], [1]]
+    assert _pack([[0], [1], [2]], [0, 0, 0], 1) == [[0, 1, 2]]
 
 
 def test_resident_set_dropped_with_its_handle(client):

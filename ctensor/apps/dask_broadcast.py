@@ -106,43 +106,56 @@ class ResidentSet:
         return ("ResidentSet", self.token)
 
     def get(self, k: int):
+        return self.get_all([k])[0]
+
+    def get_all(self, ks):
+        """This process's copies of the objects numbered `ks`; those not held yet fetched together
+        (one gather: the transfers from several workers overlap)."""
+        ks = [int(k) for k in ks]
         with _LOCK:
-            got = _RESIDENT.get(self.token)
-            obj = got.get(k) if got is not None else None
-            if got is not None:
+            got = dict(_RESIDENT.get(self.token) or {})
+            if self.token in _RESIDENT:
                 _RESIDENT.move_to_end(self.token)
-        if obj is not None:
-            return obj
+        if all(k in got for k in ks):
+            return [got[k] for k in ks]
         with _FETCH_LOCK:
             with _LOCK:
-                got = _RESIDENT.get(self.token)
-                obj = got.get(k) if got is not None else None
-            if obj is None:
-                obj = _fetch(self.keys[k])
+                got = dict(_RESIDENT.get(self.token) or {})
+            missing = sorted({k for k in ks if k not in got})
+            if missing:
+                got.update(zip(missing, _fetch_many([self.keys[k] for k in missing])))
             with _LOCK:
-                _RESIDENT.setdefault(self.token, {})[k] = obj
+                entry = _RESIDENT.setdefault(self.token, {})
+                entry.update(got)
                 _RESIDENT.move_to_end(self.token)
                 sets = [t for t, v in _RESIDENT.items() if isinstance(v, dict)]
                 for t in sets[:-SETS_MAX]:             # older calls' sets first: each may be large
                     del _RESIDENT[t]
                 while len(_RESIDENT) > RESIDENT_MAX:
                     _RESIDENT.popitem(last=False)
-        return obj
+        return [got[k] for k in ks]
 
 
 def _fetch(key):
-    """The object of a key held by the cluster: from this worker's store, else from the worker
-    holding it (the worker's own client gathers from its peer directly)."""
+    return _fetch_many([key])[0]
+
+
+def _fetch_many(keys):
+    """The objects of keys held by the cluster: from this worker's store, the others from the
+    workers holding them (the worker's own client gathers from its peers directly)."""
     from distributed import Future, get_client, get_worker
     try:
         worker = get_worker()
     except ValueError:
         worker = None
-    if worker is not None and key in worker.data:
-        return worker.data[key]
-    # state="memory": the key is held (the client keeps its future), so fetch it at once; a bare
-    # Future(key) would wait for a state update the scheduler never sends this client
-    return Future(key, get_client(), state="memory").result()
+    local = {k: worker.data[k] for k in keys if worker is not None and k in worker.data}
+    rest = [k for k in keys if k not in local]
+    if rest:
+        # state="memory": the keys are held (the client keeps their futures), so fetch them at once;
+        # a bare Future(key) would wait for a state update the scheduler never sends this client
+        client = get_client()
+        local.update(zip(rest, client.gather([Future(k, client, state="memory") for k in rest])))
+    return [local[k] for k in keys]
 
 
 def resolve(obj):

@@ -66,6 +66,20 @@ def _groups(chroms):
     return [out[r] for r in sorted(out)]
 
 
+def _pack(groups, lengths, bins):
+    """The groups merged into at most `bins` (the cluster's threads), by rows, largest first into
+    the emptiest bin: as many indexes as can be built at once, and each query row split as few
+    ways as that allows (every piece is one more call of the operation)."""
+    if len(groups) <= bins:
+        return groups
+    load, out = [0] * bins, [[] for _ in range(bins)]
+    for grp in sorted(groups, key=lambda grp: -int(sum(lengths[k] for k in grp))):
+        b = min(range(bins), key=load.__getitem__)
+        out[b] += grp
+        load[b] += int(sum(lengths[k] for k in grp))
+    return sorted((sorted(grp) for grp in out if grp), key=lambda grp: grp[0])
+
+
 def _index(offsets, fn, query_meta, args, kw, *parts):
     """One group's index, with the tensors `fn` reads, and the global data row position of each of
     its rows.  The tensors are built here, by answering an empty query, so that each is built once
@@ -128,7 +142,7 @@ def _answer(part, route, keeps, offset, fn, args, kw, indexes, *ready):
             out.index = pd.RangeIndex(len(out))
         return out
     tagged = part.assign(**{ROW: np.arange(len(part), dtype=np.int64)})
-    outs = [_join(tagged[group == k], indexes.get(int(k)), fn, args, kw) for k in present]
+    outs = [_join(tagged[group == k], built, fn, args, kw) for k, built in zip(present, indexes.get_all(present))]
     return _assemble(keeps, offset, part.index, outs)
 
 
@@ -143,7 +157,8 @@ def joined(fn, query, data, args, kw, meta):
     info = client.gather(client.map(_chroms, parts))
     lengths = np.asarray([n for _, n in info], np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)])
-    groups = _groups([c for c, _ in info])
+    threads = sum(client.nthreads().values()) or 1
+    groups = _pack(_groups([c for c, _ in info]), lengths, threads)
     built = [client.submit(_index, [int(starts[k]) for k in grp], fn, query._meta, args, kw,
                            *[parts[k] for k in grp], pure=False) for grp in groups]
     del parts

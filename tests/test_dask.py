@@ -20,7 +20,10 @@ distributed = pytest.importorskip("distributed")
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    import dask
+    # no log of the scheduler's messages (in this process): it would keep graph arguments alive
+    with dask.config.set({"distributed.admin.low-level-log-length": 0}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as c:
         yield c
 
@@ -70,72 +73,71 @@ def by_chromosome(frames):
                                     ("closest", {"return_index": True}), ("closest", {"k": 3, "ties": "first"}),
                                     ("window", {"w": 500})])
 def test_data_partitioned_by_chromosome(client, frames, by_chromosome, op, kw):
-    """Both Dask: each chromosome group indexed on a worker, the query joined group by group
-    (`genomics_dask_groups`); equal to the in-memory answer on the data's rows, with the query's
-    row labels where the in-memory operation keeps them; global `index`/`index_` positions."""
-    from ctensor.apps.genomics_dask_groups import KEEPS_LABELS
+    """Both Dask: the data's index built on each worker from the data partitions
+    (`genomics_dask`); equal to the in-memory answer on the data's rows, with the query's row
+    labels where the in-memory operation keeps them; global `index`/`index_` positions."""
     q, _ = frames
     ddf, d = by_chromosome
     fn = getattr(g, op)
     want = fn(q, d, **kw)
     got = fn(dd.from_pandas(q, npartitions=3), ddf, **kw).compute()
     same(got, want)
-    if op in KEEPS_LABELS:
+    if op in {"count_overlaps", "any_overlap", "no_overlap", "coverage"}:     # these keep the query's labels
         pd.testing.assert_index_equal(got.index, want.index)
     # an unsorted Dask frame: its partitions share chromosomes, so they form one group
     same(fn(dd.from_pandas(q, npartitions=2), dd.from_pandas(d.sample(frac=1, random_state=3), npartitions=3, sort=False), **kw),
          fn(q, d.sample(frac=1, random_state=3), **kw))
 
 
-def test_group_indexes_fetched_once_per_worker(client, frames, by_chromosome):
-    """Both Dask: the answer tasks spread over both workers (they depend on small stand-ins of the
-    group indexes, not on the indexes); each worker holds the group indexes its partitions read
-    once, in one `ResidentSet` entry; the answer equals the in-memory one."""
+def test_data_index_built_once_per_worker(client, frames, by_chromosome):
+    """Both Dask: the query tasks spread over both workers (they depend on small stand-ins of the
+    data partitions, not on the partitions); each worker builds the data's index once per call
+    (`dask_broadcast.PerWorker`), of every data row, and drops it when the result collection is
+    collected; the answer equals the in-memory one."""
+    import gc
+    import time
     from ctensor.apps import dask_broadcast
+    from ctensor.apps.genome_index import GenomeIndex
     q, _ = frames
     ddf, d = by_chromosome
     qd = dd.from_pandas(q, npartitions=6)
 
-    def sets():
-        return client.run(lambda: {k: sorted(v) for k, v in dask_broadcast._RESIDENT.items() if isinstance(v, dict)})
-    before = {k for v in sets().values() for k in v}
+    def made():
+        return client.run(lambda: {t: type(dask_broadcast._RESIDENT[t]).__name__ + f" {dask_broadcast._RESIDENT[t].n}"
+                                   for t in dask_broadcast._MADE if t in dask_broadcast._RESIDENT})
+    before = {t for v in made().values() for t in v}
     lazy = g.count_overlaps(qd, ddf)
     with distributed.get_task_stream(client) as ts:
         got = lazy.compute()
     same(got, g.count_overlaps(q, d))
-    ran = {t["worker"] for t in ts.data if "_answer" in str(t["key"])}
+    ran = {t["worker"] for t in ts.data if "_partition" in str(t["key"])}
     assert len(ran) == 2
-    new = {w: {k: v for k, v in held.items() if k not in before} for w, held in sets().items()}
-    tokens = {k for v in new.values() for k in v}
-    assert len(tokens) == 1                                              # one entry per worker: this call's
-    # 4 groups (chr1+chrX, the empty partition, chr2, chr5) packed into 2 indexes (the cluster's 2
-    # threads) by rows, largest first: chr1+chrX (3,300 rows), and chr2, chr5 and the empty
-    # partition (1,740); the query reads both (its chr3, which the data lacks, goes to the first)
-    assert all(list(v.values()) == [[0, 1]] for v in new.values())
+    new = [{t: v for t, v in held.items() if t not in before} for held in made().values()]
+    assert len({t for v in new for t in v}) == 1                          # one index per worker, of this call
+    assert all(list(v.values()) == [f"{GenomeIndex.__name__} {len(d)}"] for v in new)
+    token = next(t for v in new for t in v)
+    del lazy, ts
+    gc.collect()
+    for _ in range(100):                                                     # the drop is sent without waiting
+        held = client.run(lambda: token in dask_broadcast._RESIDENT)
+        if not any(held.values()):
+            break
+        time.sleep(0.1)
+    assert not any(held.values())                                            # gone with the result collection
 
 
-def test_groups_packed_into_the_cluster_threads():
-    """Chromosome groups merged into at most as many indexes as the cluster has threads, by rows,
-    largest first into the emptiest; fewer groups than threads stay as they are."""
-    from ctensor.apps.genomics_dask_groups import _pack
-    assert _pack([[0], [1], [2], [3], [4]], [5, 1, 4, 2, 3], 2) == [[0, 1, 3], [2, 4]]
-    assert _pack([[0, 2], [1]], [5, 1, 4], 4) == [[0, 2], [1]]
-    assert _pack([[0], [1], [2]], [0, 0, 0], 1) == [[0, 1, 2]]
-
-
-def test_resident_set_dropped_with_its_handle(client):
-    """A `ResidentSet`'s copies on the workers go when the client's handle is collected (the
-    answer path's handle lives in the graph, which a LocalCluster's scheduler keeps for a while,
-    so the mechanism is tested here on its own)."""
+def test_per_worker_object_made_once_and_dropped_with_its_handle(client):
+    """A `PerWorker` object is made once in each worker from the cluster's objects and dropped on
+    every worker when the client's handle is collected."""
     import gc
     import time
     from ctensor.apps import dask_broadcast
-    futures = [client.submit(np.arange, n) for n in (5, 7)]
-    handle = dask_broadcast.ResidentSet.of(futures)
+    futures = [client.submit(np.arange, 5), client.submit(np.ones, 5)]
+    handle = dask_broadcast.PerWorker.of(np.add, futures)
     workers = list(client.scheduler_info()["workers"])
-    got = client.gather([client.submit(lambda h: [len(h.get(0)), len(h.get(1))], handle, workers=[w], pure=False)
+    got = client.gather([client.submit(lambda h: [h.get().tolist(), h.get() is h.get()], handle, workers=[w], pure=False)
                          for w in workers])
-    assert got == [[5, 7]] * 2
+    assert got == [[[1.0, 2.0, 3.0, 4.0, 5.0], True]] * 2
     assert all(client.run(lambda: handle.token in dask_broadcast._RESIDENT).values())
     token = handle.token
     del handle, futures

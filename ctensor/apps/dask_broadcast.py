@@ -1,5 +1,6 @@
-"""What the apps' Dask paths share: recognising Dask collections without importing dask, and
-sending one large read-only object (an index) to every worker once.  dask and distributed are
+"""What the apps' Dask paths share: recognising Dask collections without importing dask, sending
+one large read-only object (an index) to every worker once (`broadcast`, `Resident`), and having
+every worker make one object (an index of a Dask frame's partitions) for itself (`PerWorker`).  dask and distributed are
 optional (the `dask` extra): nothing here imports them unless a Dask object is passed.
 
 Why not a scattered Future as the tasks' argument: distributed's Active Memory Manager (on by
@@ -21,8 +22,9 @@ _SCATTERED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # object
 _LOCK = threading.Lock()
 
 RESIDENT_MAX = 4                                   # objects kept per worker process
-SETS_MAX = 2                                       # of which `ResidentSet`s (one call's objects each)
+MADE_MAX = 2                                       # of which `PerWorker` objects (one per call, each may be large)
 _RESIDENT: "collections.OrderedDict" = collections.OrderedDict()          # token -> object (this process)
+_MADE: "collections.OrderedDict" = collections.OrderedDict()             # tokens of PerWorker objects, oldest first
 _FETCH_LOCK = threading.Lock()                     # one fetch at a time: threads of a worker share it
 
 
@@ -70,70 +72,61 @@ class Resident:
         return _fetch(self.key)
 
 
-class ResidentSet:
-    """A task's handle of several objects computed on the cluster for one call (their futures, in
-    the client): `get(k)` returns this process's copy of the k-th, fetched the first time (from this
-    worker's own store when it was computed here).  The set is one entry of the worker's
-    `_RESIDENT` LRU (a call's objects stay together, however many), dropped on every worker when
-    the client's handle is collected.  Why not the futures as the tasks' dependencies: the
-    scheduler places a task where most of its dependencies' bytes are, so tasks reading several
-    large objects built on different workers would all run on the one holding the most.  A worker
-    keeps the sets of the `SETS_MAX` calls it served last (a set dropped early is fetched again if
-    its call's graph runs again).  A `LocalCluster`'s scheduler shares the client's process and
-    keeps its recent messages, graph arguments included, so there the handle (and with it the
-    objects' futures) is collected some messages after the call's result, not at once."""
+class PerWorker:
+    """A task's handle of an object each worker process makes for itself, once, from several
+    objects held by the cluster (their futures, in the client): `get()` returns `make(*objects)`,
+    made on the first call in this process from the objects (fetched for it from the workers
+    holding them, not kept) and kept by token until the client's handle is collected (at most
+    `MADE_MAX` of them per process).  E.g. one index of a Dask frame's partitions on every worker:
+    making it costs each worker about what receiving a copy built elsewhere would (the index
+    holds ~5x the bytes of the rows), and no worker waits for another.  A `LocalCluster`'s
+    scheduler shares the client's process and keeps its recent messages, graph arguments
+    included, so there the handle (and with it the objects' futures) is collected some messages
+    after the call's result, not at once."""
 
-    __slots__ = ("token", "keys", "futures", "__weakref__")
+    __slots__ = ("token", "make", "keys", "futures", "__weakref__")
 
-    def __init__(self, token: str, keys, futures=None):
-        self.token, self.keys, self.futures = token, tuple(keys), futures
+    def __init__(self, token: str, make, keys, futures=None):
+        self.token, self.make, self.keys, self.futures = token, make, tuple(keys), futures
 
     @classmethod
-    def of(cls, futures):
-        """A handle of `futures` (in the client), whose copies the workers drop when it is collected."""
+    def of(cls, make, futures):
+        """A handle of `make(*results of futures)`, whose copies the workers drop when it is collected."""
         from distributed import get_client
         futures = list(futures)
         client = futures[0].client if futures else get_client()
-        handle = cls(uuid.uuid4().hex, [f.key for f in futures], futures)
+        handle = cls(uuid.uuid4().hex, make, [f.key for f in futures], futures)
         fin = weakref.finalize(handle, _forget, weakref.ref(client), handle.token)
         fin.atexit = False
         return handle
 
     def __reduce__(self):
-        return ResidentSet, (self.token, self.keys)
+        return PerWorker, (self.token, self.make, self.keys)
 
     def __dask_tokenize__(self):
-        return ("ResidentSet", self.token)
+        return ("PerWorker", self.token)
 
-    def get(self, k: int):
-        return self.get_all([k])[0]
-
-    def get_all(self, ks):
-        """This process's copies of the objects numbered `ks`; those not held yet fetched together
-        (one gather: the transfers from several workers overlap)."""
-        ks = [int(k) for k in ks]
+    def get(self):
         with _LOCK:
-            got = dict(_RESIDENT.get(self.token) or {})
-            if self.token in _RESIDENT:
+            obj = _RESIDENT.get(self.token)
+            if obj is not None:
                 _RESIDENT.move_to_end(self.token)
-        if all(k in got for k in ks):
-            return [got[k] for k in ks]
-        with _FETCH_LOCK:
+                return obj
+        with _FETCH_LOCK:                              # one make per process, whatever the threads
             with _LOCK:
-                got = dict(_RESIDENT.get(self.token) or {})
-            missing = sorted({k for k in ks if k not in got})
-            if missing:
-                got.update(zip(missing, _fetch_many([self.keys[k] for k in missing])))
+                obj = _RESIDENT.get(self.token)
+            if obj is None:
+                obj = self.make(*_fetch_many(self.keys))
             with _LOCK:
-                entry = _RESIDENT.setdefault(self.token, {})
-                entry.update(got)
-                _RESIDENT.move_to_end(self.token)
-                sets = [t for t, v in _RESIDENT.items() if isinstance(v, dict)]
-                for t in sets[:-SETS_MAX]:             # older calls' sets first: each may be large
-                    del _RESIDENT[t]
+                _RESIDENT[self.token] = obj
+                _MADE[self.token] = None
+                for token in [t for t in _MADE if t in _RESIDENT][:-MADE_MAX]:    # older calls' first
+                    del _RESIDENT[token]
                 while len(_RESIDENT) > RESIDENT_MAX:
                     _RESIDENT.popitem(last=False)
-        return [got[k] for k in ks]
+                for token in [t for t in _MADE if t not in _RESIDENT]:
+                    del _MADE[token]
+        return obj
 
 
 def _fetch(key):
@@ -159,8 +152,8 @@ def _fetch_many(keys):
 
 
 def resolve(obj):
-    """A task's argument as the object: a `Resident` handle's copy, anything else as it is."""
-    return obj.get() if isinstance(obj, Resident) else obj
+    """A task's argument as the object: a `Resident` or `PerWorker` handle's copy, anything else as it is."""
+    return obj.get() if isinstance(obj, (Resident, PerWorker)) else obj
 
 
 async def _drop(token):          # a coroutine: `client.run(..., wait=False)` takes only those
@@ -203,4 +196,4 @@ def broadcast(obj):
     return handle
 
 
-__all__ = ["Resident", "ResidentSet", "broadcast", "is_dask_array", "is_dask_frame", "resolve"]
+__all__ = ["PerWorker", "Resident", "broadcast", "is_dask_array", "is_dask_frame", "resolve"]

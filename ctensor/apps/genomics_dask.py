@@ -2,20 +2,28 @@
 Dask cluster (`distributed`, or any Dask scheduler), each partition by the same compiled kernels.
 
 Query operations (every `ctensor.apps.genomics` function that takes `query, data`) split the work
-by query rows: a query row's answer depends on it alone and on the data of its chromosome.  When
-both are Dask frames under a `distributed` client, the data is indexed on the workers, one index
-per group of partitions sharing chromosomes, and each query partition is joined group by group
-there (`genomics_dask_groups`: nothing is built in or broadcast from the client; a frame
-partitioned by chromosome is indexed in parallel).  Otherwise the data index is built once
-(`GenomeIndex`, from the data computed into memory if it is a Dask frame) and broadcast to the
-workers (under a `distributed` client: sent to each worker once and kept there, reused by later
-calls given the same `GenomeIndex` object — pass `g.index(data)` to query one data set many
-times; without one, as a task of the graph; `dask_broadcast`); its kernels come from the on-disk
-kernel cache there, or are compiled on first use; every partition of the query runs the
-in-memory function against it.  The result is a Dask DataFrame with one partition
-per query partition, in the query's order; `.compute()` gives the in-memory answer's rows in the
-same order (row labels as each partition's in-memory answer gives them; `return_index` positions
-are global row positions of the query).
+by query rows: a query row's answer depends on it alone and on the data of its chromosome.  Every
+query partition runs the in-memory function, in one task, against an index of the whole data;
+where that index comes from:
+- a `GenomeIndex` (`g.index(data)`, to query one data set many times): under a `distributed`
+  client sent to each worker once and kept there, reused by later calls given the same object
+  (`dask_broadcast.broadcast`); without one, as a task of the graph;
+- data as a Dask frame, with a Dask query, under a `distributed` client: the data partitions are
+  computed on the workers at call time, and each worker builds one index of them for itself, when
+  its first query partition needs it, fetching the partitions it lacks from the others
+  (`dask_broadcast.PerWorker`): nothing is computed into or built in the client.  Why not one
+  index per chromosome group, built once and copied or joined piece by piece (tried): copying
+  a built index costs a worker about what building it does (the index holds ~5x the bytes of
+  the rows), and every group is one more call of the operation per query partition (count on
+  2M x 2M in one process, CPU under load ~7: one index 149 ms + 8 partitions 256 ms, five 94 + 438; sending
+  the query pieces to the indexes instead cost 0.5 s of transfers on 2 workers);
+- otherwise (in-memory data, or no `distributed` client) the index is built once in the client
+  (from the data computed into memory if it is a Dask frame) and broadcast as above.
+Kernels come from the on-disk kernel cache on each worker, or are compiled on first use.  The
+result is a Dask DataFrame with one partition per query partition, in the query's order;
+`.compute()` gives the in-memory answer's rows in the same order (row labels as each partition's
+in-memory answer gives them; `return_index` positions are global row positions of the query and
+of the data).
 
 Data-only operations (`merge`, `depth`) of a Dask frame run per chromosome: the intervals are
 shuffled so that each chromosome lies in one partition, each partition is answered in memory, and
@@ -32,15 +40,43 @@ import functools
 
 import numpy as np
 
-from .dask_broadcast import broadcast, is_dask_frame as is_dask, resolve
+from .dask_broadcast import PerWorker, broadcast, is_dask_frame as is_dask, resolve
 
 
-def _partition(part, fn, idx, args, kw, offsets, partition_info=None):
+def _partition(part, fn, idx, args, kw, offsets, *ready, partition_info=None):
     out = fn(part, resolve(idx), *args, **kw)
     if offsets is not None and len(out):
         k = partition_info["number"] if partition_info else 0
         out["index"] = out["index"] + offsets[k]
     return out
+
+
+def _data_frame_index(*parts):
+    """The index of a Dask frame's partitions, its rows as `frame.compute()` orders them (one
+    `GenomeIndex` of their concatenation: `index_` positions are global data rows)."""
+    import pandas as pd
+    from .genome_index import GenomeIndex
+    parts = [p for p in parts if len(p)] or list(parts[:1])
+    return GenomeIndex(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True), ops=())
+
+
+def _made(part):
+    return True
+
+
+def _index_on_workers(data):
+    """Data as a Dask frame under a `distributed` client: its partitions computed on the workers
+    now (kept there while the result lives), and a `PerWorker` handle of their index, which each
+    worker builds once from them (fetching the partitions it lacks), with small stand-ins of the
+    partitions for the query tasks to depend on (with the partitions themselves as dependencies
+    the scheduler would run every query task where most data bytes are, not where its query
+    part was read)."""
+    import dask
+    from distributed import get_client
+    client = get_client()
+    parts = client.compute(list(data.to_delayed()))
+    ready = [dask.delayed(client.submit(_made, p, pure=False)) for p in parts]
+    return PerWorker.of(_data_frame_index, parts), ready
 
 
 def _distributed() -> bool:
@@ -63,26 +99,27 @@ def queries(build_index: bool = True):
         def op(query, data, *args, **kw):
             if not (is_dask(query) or is_dask(data)):
                 return fn(query, data, *args, **kw)
+            ready = ()
             if is_dask(data) and is_dask(query) and build_index and _distributed():
                 from .genome_index import GenomeIndex
-                from .genomics_dask_groups import joined
-                meta = fn(query._meta, GenomeIndex(data._meta, ops=()), *args, **kw)
-                return joined(fn, query, data, args, kw, meta)
-            if is_dask(data):
+                meta_data = GenomeIndex(data._meta, ops=())
+                data, ready = _index_on_workers(data)
+            elif is_dask(data):
                 data = data.compute()
-            if build_index:
+            if build_index and not ready:
                 from .genome_index import GenomeIndex
                 data = data if isinstance(data, GenomeIndex) else GenomeIndex(data, ops=())
+                meta_data = data
             if not is_dask(query):
                 return fn(query, data, *args, **kw)
             import dask
-            meta = fn(query._meta, data, *args, **kw)
+            meta = fn(query._meta, meta_data if build_index else data, *args, **kw)
             offsets = None
             if kw.get("return_index"):
                 lengths = query.map_partitions(len).compute()
                 offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths, np.int64))])
-            shared = broadcast(data) if build_index else dask.delayed(data, pure=True)
-            return query.map_partitions(_partition, fn, shared, args, kw, offsets, meta=meta,
+            shared = data if ready else broadcast(data) if build_index else dask.delayed(data, pure=True)
+            return query.map_partitions(_partition, fn, shared, args, kw, offsets, *ready, meta=meta,
                                         align_dataframes=False)
         return op
     return wrap

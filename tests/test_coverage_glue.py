@@ -92,3 +92,21 @@ def test_coverage_of_sorted_and_shuffled_queries_agree():
     perm = rng.permutation(n)
     b = g.coverage(q.iloc[perm], d)
     pd.testing.assert_frame_equal(a.iloc[perm], b)
+
+
+def test_missing_or_empty_names_from_arrow_offsets():
+    """`bedio._missing_or_empty` on Arrow columns (string and large_string, several chunks, a
+    sliced chunk) equals pandas' isna | == ''."""
+    import pyarrow as pa
+
+    from ctensor.apps.bedio import _missing_or_empty
+    cases = [["chr1", "chr2"], ["", "chr1"], ["chr1", ""], ["chr1", None], [], ["a", "bb", "", "c"]]
+    for names in cases:
+        for typ in (pa.string(), pa.large_string()):
+            whole = pa.array(names, typ)
+            want = bool(pd.isna(pd.Series(names, dtype=object)).any() or (pd.Series(names, dtype=object) == "").any())
+            chunked = pa.chunked_array([whole[: len(names) // 2], whole[len(names) // 2:]], typ)
+            for arr in (pa.chunked_array([whole], typ), chunked):
+                assert _missing_or_empty(pd.arrays.ArrowStringArray(arr)) == want, (names, typ)
+    sliced = pa.array(["", "chr1", "chr2"], pa.string())[1:]            # the empty name is cut off
+    assert not _missing_or_empty(pd.arrays.ArrowStringArray(pa.chunked_array([sliced])))

@@ -172,7 +172,10 @@ def _canonical(df: pd.DataFrame) -> pd.DataFrame | None:
     if not (chrom.dtype == _STR or arrow) or start.dtype != np.int64 or end.dtype != np.int64:
         return None
     s, e = start.to_numpy(), end.to_numpy()
-    if ((s < 0) | (e > MAX_COORD) | (e < s)).any() or _missing_or_empty(chrom.array):
+    # two reductions and one comparison: no boolean temporaries for the bounds (2M rows 2.3 -> 1.5 ms)
+    if len(s) and (int(s.min()) < 0 or int(e.max()) > MAX_COORD or bool(np.less(e, s).any())):
+        return None
+    if _missing_or_empty(chrom.array):
         return None
     out = df.copy(deep=False)
     if chrom.dtype != _STR:
@@ -183,14 +186,22 @@ def _canonical(df: pd.DataFrame) -> pd.DataFrame | None:
 
 def _missing_or_empty(names) -> bool:
     """Does a string column hold a missing or an empty name?  On Arrow strings from the
-    buffers (null count, shortest length: ~10 µs) instead of pandas' isna and == '' (~70 µs on
+    buffers (null count; an empty name is two equal neighbouring offsets: 2M names 0.46 ms, where
+    Arrow's binary_length and its minimum took 1.24) instead of pandas' isna and == '' (~70 µs on
     10 rows, a Series each)."""
     if isinstance(names, pd.arrays.ArrowExtensionArray):
-        import pyarrow.compute as pc
+        import pyarrow as pa
         arr = names.__arrow_array__()
         if arr.null_count:
             return True
-        return len(arr) > 0 and pc.min(pc.binary_length(arr)).as_py() == 0
+        for chunk in arr.chunks if isinstance(arr, pa.ChunkedArray) else (arr,):
+            if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
+                return bool(pd.isna(names).any() or (names == "").any())
+            dt = np.dtype(np.int64 if pa.types.is_large_string(chunk.type) else np.int32)
+            off = np.frombuffer(chunk.buffers()[1], dt, len(chunk) + 1, chunk.offset * dt.itemsize)
+            if bool(np.equal(off[1:], off[:-1]).any()):
+                return True
+        return False
     return bool(pd.isna(names).any() or (names == "").any())
 
 

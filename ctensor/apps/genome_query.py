@@ -50,10 +50,14 @@ def query_axis(chroms, chrom, start, end, workers: int = 1, table=None, checked:
     gs, ge = np.empty(len(s), np.float64), np.empty(len(s), np.float64)
 
     def part(lo, hi):
-        # a scalar code (one chromosome in the chunk) broadcasts: no array of offsets
-        base = _codes(chroms, chrom if isinstance(chrom, str) else chrom[lo:hi], table) * SPAN
-        np.add(base, s[lo:hi], out=gs[lo:hi])
-        np.add(base, e[lo:hi], out=ge[lo:hi])
+        code = _codes(chroms, chrom if isinstance(chrom, str) else chrom[lo:hi], table)
+        if np.ndim(code) == 0:          # one chromosome in the chunk: a scalar offset broadcasts
+            np.add(code * SPAN, s[lo:hi], out=gs[lo:hi])
+            np.add(code * SPAN, e[lo:hi], out=ge[lo:hi])
+        else:                           # the offsets written into gs, no array of their own
+            np.multiply(code, SPAN, out=gs[lo:hi])
+            np.add(gs[lo:hi], e[lo:hi], out=ge[lo:hi])
+            np.add(gs[lo:hi], s[lo:hi], out=gs[lo:hi])
     map_chunks(part, len(s), workers)
     return gs, ge, zero
 

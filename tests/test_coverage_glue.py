@@ -25,11 +25,11 @@ def _arrow(names):
     return pd.Series(names, dtype="string[pyarrow]").astype(pd.Series(["chr1"]).astype(str).dtype).array
 
 
-@pytest.mark.parametrize("layout", ["one", "runs", "runs_absent", "random", "short_runs", "tiny"])
+@pytest.mark.parametrize("layout", ["one", "runs", "runs_absent", "random", "short_runs", "medium_runs", "tiny"])
 def test_query_codes_by_runs_equal_a_dict_lookup(layout):
     """Names in one run (a scalar), in runs (sorted by chromosome, one absent from the data), in
-    random order (one absent) and changing every few rows (Arrow's index_in), fewer rows than the
-    sample."""
+    random order (one absent) and changing every few rows (Arrow's index_in), in runs of 20 (the
+    heads by Arrow's index_in), fewer rows than the sample."""
     rng = np.random.default_rng(len(layout))
     n = {"tiny": 300}.get(layout, 50_000)
     pool = CHROMS + ["chrUn"] if layout in ("runs_absent", "random") else CHROMS
@@ -39,6 +39,8 @@ def test_query_codes_by_runs_equal_a_dict_lookup(layout):
         names = list(np.sort(rng.choice(pool, n)))
     elif layout == "short_runs":
         names = list(np.repeat(rng.choice(pool, n // 8), 8))
+    elif layout == "medium_runs":                        # coded by runs, the many heads by Arrow
+        names = list(np.repeat(rng.choice(pool + ["chrUn"], n // 20), 20))
     else:
         names = list(rng.choice(pool, n))
     table = key_table(CHROMS)

@@ -15,7 +15,7 @@ from ..looplets.nodes import Deferred, Hollow, Thunk
 
 
 def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coalesce=None,
-                 out_of_order=None, first=None, order=None, fold=None) -> Thunk:
+                 out_of_order=None, first=None, order=None, fold=None, last=None) -> Thunk:
     """bufs: GrowBuffers holding the entry's coordinates; coords: IR values stored into them.
 
     Order check (an entry must come after the fiber's previous one, else STATUS_OUTPUT_ORDER), left
@@ -29,7 +29,11 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
 
     fold(ctx, q) -> (i1, action), optional, with coalesce: when the condition holds, the entry
     overlaps the previous one, which `action(ctx)` extends, before any order check (an idempotent
-    ⊕ of equal values over a revisited output: `Context.fold_overlaps`)."""
+    ⊕ of equal values over a revisited output: `Context.fold_overlaps`).
+
+    last, optional, with coalesce: mutable variables, one per coordinate, assigned the coordinates
+    of each committed entry (so they hold the entry at slot qos - 1; coalesce's and fold's actions
+    keep them up to date when they change that entry)."""
     slot = {}
 
     def pre(ctx):
@@ -71,6 +75,8 @@ def append_entry(vlevel, name: str, bufs: list, coords: list, parent_dirty, coal
         def store():
             for buf, val in zip(bufs, coords):
                 ctx.emit(ir.Store(buf.data, q, val))
+            for var, val in zip(last or (), coords):
+                ctx.assign(var, val)
             ctx.assign(vlevel.qos, b.add(q, b.i64(1)))
 
         def ordered():

@@ -327,22 +327,45 @@ class VSparseRunList:
         prefix_sum(ctx, self.bufs["ptr"].data, npos)
         self.child.freeze(ctx, ctx.let(b.load(self.bufs["ptr"].data, npos)))
 
+    _RUN = ("left", "left_eps", "right", "right_eps")
+
     def _unfurl_write(self, ctx, pos, ext, parent_dirty):
-        names = ("left", "left_eps", "right", "right_eps")
         st = {}
+        last = self._last_run(ctx)
 
         def accept(ctx, e):   # the whole run [e.start, e.stop] is one entry
-            return append_entry(self, self.name, [self.bufs[n] for n in names],
+            return append_entry(self, self.name, [self.bufs[n] for n in self._RUN],
                                 [e.start.v, e.start.e, e.stop.v, e.stop.e], parent_dirty,
                                 coalesce=lambda ctx, q: self._coalesce(ctx, q, e, st["first"]),
-                                out_of_order=lambda ctx, p: lim_le(e.start, self._stored_right(p)),
+                                out_of_order=lambda ctx, p: lim_le(e.start, self._stored_right()),
                                 first=lambda: st["first"],
                                 fold=(lambda ctx, q: self._fold(ctx, q, e, st["first"]))
-                                if ctx.fold_overlaps and not ctx.unordered_output else None)
+                                if ctx.fold_overlaps and not ctx.unordered_output else None,
+                                last=last)
         return fiber_writer(self, pos, AcceptRun(accept), self.bufs["ptr"], st)
 
-    def _stored_right(self, p):
-        return SymLimit(b.load(self.bufs["right"].data, p), b.load(self.bufs["right_eps"].data, p), True)
+    def _last_run(self, ctx):
+        """Mutable variables holding the level's last committed run (left, left ε, right, right ε),
+        the entry at slot qos - 1 that the order check, coalesce and fold compare with: kept in
+        registers, not reloaded from the buffers it was just stored to (a union folding millions
+        of intervals otherwise waits on a store-to-load round trip through memory per interval).
+        Read only when that slot belongs to the fiber (first <= qos - 1).  One set per level:
+        every write of the level in the kernel commits through it."""
+        if getattr(self, "_last", None) is None:
+            self._last = tuple(ctx.top_mut(self.bufs[n].elem, b.const(0, self.bufs[n].elem), f"{self.name}_last_{n}")
+                               for n in self._RUN)
+        return self._last
+
+    def _stored_right(self):
+        """The right end of the last committed run (slot qos - 1), from its registers."""
+        return SymLimit(ir.Read(self._last[2]), ir.Read(self._last[3]), True)
+
+    def _set_right(self, ctx, p, v, eps):
+        """Store a new right end of the run at slot p (= qos - 1) and keep its registers equal."""
+        ctx.emit(ir.Store(self.bufs["right"].data, p, v))
+        ctx.emit(ir.Store(self.bufs["right_eps"].data, p, eps))
+        ctx.assign(self._last[2], v)
+        ctx.assign(self._last[3], eps)
 
     def _fold(self, ctx, q, e, begin):
         """An idempotent ⊕ over a revisited output (`Context.fold_overlaps`): a run that starts
@@ -354,22 +377,20 @@ class VSparseRunList:
         if same is None:
             return b.FALSE, None
         p = ctx.let(b.sub(q, b.i64(1)), self.name + "_fprev")
-        L, Le = self.bufs["left"].data, self.bufs["left_eps"].data
-        R, Re = self.bufs["right"].data, self.bufs["right_eps"].data
+        L, Le, R, Re = (ir.Read(v) for v in self._last)     # slot p's run, from its registers
         cond = ctx.mut(I1, b.FALSE, self.name + "_overlap")
 
         def check():        # slot p is a committed entry of this fiber
-            after = lim_le(SymLimit(b.load(L, p), b.load(Le, p)), e.start)
-            within = lim_le(e.start, SymLimit(b.load(R, p), b.add(b.load(Re, p), b.i8(1))))
+            after = lim_le(SymLimit(L, Le), e.start)
+            within = lim_le(e.start, SymLimit(R, b.add(Re, b.i8(1))))
             ctx.assign(cond, b.land(b.land(after, within), same(ctx, p, q)))
         ctx.if_(b.le(begin, p), check)
 
         def extend(ctx):
-            stop = lim_max(self._stored_right(p), e.stop)
-            # both bound before either store: the ε's select reloads R[p] otherwise
+            stop = lim_max(self._stored_right(), e.stop)
+            # both bound before the registers change: the ε's select reads the old right end
             v, eps = ctx.let(stop.v, self.name + "_fold_v"), ctx.let(stop.e, self.name + "_fold_e")
-            ctx.emit(ir.Store(R, p, v))
-            ctx.emit(ir.Store(Re, p, eps))
+            self._set_right(ctx, p, v, eps)
         return ir.Read(cond), extend
 
     def _coalesce(self, ctx, q, e, begin):
@@ -379,17 +400,15 @@ class VSparseRunList:
         if same is None:
             return b.FALSE, None
         p = ctx.let(b.sub(q, b.i64(1)), self.name + "_prev")
-        R, Re = self.bufs["right"].data, self.bufs["right_eps"].data
-        # loads of slot p happen only when p >= begin (a committed entry of this fiber)
+        R, Re = ir.Read(self._last[2]), ir.Read(self._last[3])    # slot p's right end
+        # slot p's child value is loaded only when p >= begin (a committed entry of this fiber)
         cond = ctx.mut(I1, b.FALSE, self.name + "_touch")
 
         def check():
-            touch = b.land(b.eq(b.load(R, p), e.start.v),
-                           b.eq(b.add(b.load(Re, p), b.i8(1)), e.start.e))
+            touch = b.land(b.eq(R, e.start.v), b.eq(b.add(Re, b.i8(1)), e.start.e))
             ctx.assign(cond, b.land(touch, same(ctx, p, q)))
         ctx.if_(b.le(begin, p), check)
 
         def extend(ctx):
-            ctx.emit(ir.Store(R, p, e.stop.v))
-            ctx.emit(ir.Store(Re, p, e.stop.e))
+            self._set_right(ctx, p, e.stop.v, e.stop.e)
         return ir.Read(cond), extend

@@ -330,18 +330,25 @@ def store_closed(lvl: SparseRunList, closed) -> SparseRunList:
     le, re = lvl.left_eps, lvl.right_eps
     if closed is None:
         return lvl
-    fl, fr = np.isfinite(lvl.left), np.isfinite(lvl.right)
+    # one ε a side over all endpoints (the usual case: two int8 reductions a side) settles it
+    # without masking out the infinite endpoints (2M runs: ~0.3 ms against ~7)
+    a, c = _one_value(le), _one_value(re)
     if isinstance(closed, DefaultClosed):
-        a, c = _one_value(le[fl]), _one_value(re[fr])
         if a is False or c is False:
-            return lvl
+            fl, fr = np.isfinite(lvl.left), np.isfinite(lvl.right)
+            a, c = _one_value(le[fl]), _one_value(re[fr])
+            if a is False or c is False:
+                return lvl
+        else:           # every finite endpoint has the one ε, if there is one
+            a, c = (a if _any_finite(lvl.left) else None), (c if _any_finite(lvl.right) else None)
         a = 0 if a is None else a               # no finite endpoint on that side: [ and ) as default
         c = (-1 if a == 0 else 0) if c is None else c
         closed = next((n for n, ends in CLOSED.items() if ends == (a, c)), None)
         if closed is None:
             return lvl
-    else:
+    elif a is False or c is False or (a, c) != CLOSED[closed]:       # (False == 0 in Python)
         a, c = CLOSED[closed]
+        fl, fr = np.isfinite(lvl.left), np.isfinite(lvl.right)
         bad = np.flatnonzero((fl & (le != a)) | (fr & (re != c)))
         if bad.size:
             k = int(bad[0])
@@ -349,6 +356,11 @@ def store_closed(lvl: SparseRunList, closed) -> SparseRunList:
             raise FormatError(f"out= SparseRunList(closed={closed!r}) cannot hold the result: its interval {k} "
                               f"is {text}; use closed=None (Limit endpoints) or leave closed unset")
     return SparseRunList.frozen(lvl.child, lvl.ptr, lvl.left, lvl.right, closed)
+
+
+def _any_finite(x: np.ndarray) -> bool:
+    """Is some value of x finite?  (Its first two, which usually are, before the whole array.)"""
+    return bool(np.isfinite(x[:2]).any()) or bool(np.isfinite(x).any())
 
 
 def _one_value(eps: np.ndarray):

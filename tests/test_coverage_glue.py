@@ -82,7 +82,8 @@ def test_sorted_ends_equal_numpy_sort():
 
 
 def test_coverage_of_sorted_and_shuffled_queries_agree():
-    """The same queries in chromosome runs and shuffled: the same answer per row."""
+    """The same queries in chromosome runs and shuffled, on one thread and two: the same answer
+    per row."""
     rng = np.random.default_rng(6)
     n = 30_000
     d = pd.DataFrame({"chrom": rng.choice(CHROMS, n), "start": rng.integers(0, 10**6, n)})
@@ -94,6 +95,9 @@ def test_coverage_of_sorted_and_shuffled_queries_agree():
     perm = rng.permutation(n)
     b = g.coverage(q.iloc[perm], d)
     pd.testing.assert_frame_equal(a.iloc[perm], b)
+    # two threads, each coding its chunk's names (by runs in the sorted frame, by Arrow shuffled)
+    pd.testing.assert_frame_equal(g.coverage(q, d, workers=2), a)
+    pd.testing.assert_frame_equal(g.coverage(q.iloc[perm], d, workers=2), b)
 
 
 def test_missing_or_empty_names_from_arrow_offsets():

@@ -131,7 +131,8 @@ class GenomeIndex(IntervalAxis, TrackOps):
             raise FormatError(f"{name}: {len(chroms)} chromosomes; at most {MAX_CHROMS} can be indexed")
         self.chroms = [str(c) for c in chroms]
         s, e, zero = widen(df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64))
-        self._zero_at = np.unique(codes[zero] * SPAN + s[zero] + 1)   # genome positions of zero-length intervals
+        # genome positions of zero-length intervals (three masked gathers skipped when there are none)
+        self._zero_at = np.unique(codes[zero] * SPAN + s[zero] + 1) if zero.any() else np.empty(0)
         # the intervals in row order; the start-ordered layouts below are made from them on first
         # use, only those an operation reads (`_ranked_axis`, `_sorted_values`)
         self._rows_in = (codes, s, e)

@@ -20,7 +20,9 @@ Plans (`plan`):
 - "ranks": `EINSUMS["covered_ranks"]` over the runs R[i] = [#(run ends <= qs), #(run starts <
   qe)), two finger-search rank kernels first (`EINSUMS["rank_points"]`): ~1.9 ms for 100k queries at any run count up to
   ~10k, 3.1-4.5 ms at 100k runs.
-The direct plan is taken below DIRECT_AT runs (the two cross at ~1500-2000 runs on 100k sorted
+`coverage` runs the count and the covered bases of a batch of queries in about start order
+(`workers.split_rows`) and adds their lengths and covered fractions.  The direct plan is taken
+below DIRECT_AT runs (the two cross at ~1500-2000 runs on 100k sorted
 queries, L = 100 and 1e4, `benchmarks`-style min of 15; the rank plan's cost barely depends on
 the run count there).
 """
@@ -80,7 +82,6 @@ def covered(index, gs, ge, how=None) -> np.ndarray:
     # exact integers, so the cast needs no rounding (np.rint's temporary cost ~0.3 ms per 100k
     # queries here, mostly page faults on a fresh 800 KB buffer)
     return np.asarray(B.level.child.val).astype(np.int64)
-
 
 
 def coverage(index, gs, ge, workers: int = 1) -> dict:

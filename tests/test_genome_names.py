@@ -37,6 +37,25 @@ def test_code_names_equals_sorted_factorize(n, kind, names):
         assert [got[c] for c in codes] == list(part)
 
 
+@pytest.mark.parametrize("layout", ["runs", "runs_then_random", "one", "two_chunks"])
+def test_code_names_by_runs_or_hash_equals_sorted_factorize(layout):
+    """Runs of equal names (a sorted BED file) are coded from the run heads; names that stop
+    coming in runs after the sampled first rows, and chunked columns, are hashed."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    values = list(np.sort(np.array(NAMES, object)[rng.integers(0, len(NAMES), n)]))
+    if layout == "runs_then_random":
+        values[2000:] = list(np.array(NAMES, object)[rng.integers(0, len(NAMES), n - 2000)])
+    elif layout == "one":
+        values = ["chr7"] * n
+    col = _column(values, "string")
+    if layout == "two_chunks":
+        col = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array([values[:n // 2], values[n // 2:]]))).array
+    codes, got = gn.code_names(col)
+    assert got == sorted(set(values))
+    assert [got[c] for c in codes] == values
+
+
 def test_code_names_finds_a_lone_name():
     values = ["chr1"] * 100_000
     values[54_321] = "chrM"

@@ -5,7 +5,8 @@ A chromosome column holds a few distinct names over millions of rows.  Hashing t
 most 7 bytes (chr1 ... chr22, chrX, chrM, 2L, scaffold numbers) are read here straight from an
 Arrow string column's offsets and data buffers as one uint64 each, the bytes little-endian in the
 low 7 bytes and the length in the top one (so the key is exact: two names share a key iff they
-are equal), and those integers are factorized by pandas' hash table (~12 ms for 2M keys); only
+are equal), and those integers are factorized — by runs when equal names come in runs (a BED
+file sorted by chromosome), else by Arrow's hash (`dictionary_encode`, ~8 ms for 2M keys); only
 the few distinct keys are then turned back into names.  Anything else (longer names, missing
 names, not Arrow) returns None and the caller factorizes the strings as before.
 
@@ -30,7 +31,8 @@ def _arrow_strings(chrom):
         return None
     import pyarrow as pa                # present: the column is Arrow-backed
     arr = chrom.__arrow_array__()
-    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    if isinstance(arr, pa.ChunkedArray):     # one chunk as it is: combine_chunks copies (2M: 1.4 ms)
+        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
     if arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         return None
     return arr
@@ -129,8 +131,40 @@ def code_names(chrom):
     keys = packed_keys(chrom)
     if keys is None:
         return None
-    rows, distinct = pd.factorize(keys)
+    rows, distinct = _factorize_runs(keys) or _factorize_keys(keys)
     return _by_name(rows, [key_name(k) for k in distinct.tolist()])
+
+
+def _factorize_keys(keys):
+    """`pd.factorize(keys)` (int64 codes, distinct keys in order of first appearance) by Arrow's
+    hash (`dictionary_encode`): 2M keys over 5 names 7.8 ms where pandas' takes 14.4."""
+    import pyarrow as pa                # present: the keys came from an Arrow column
+    import pyarrow.compute as pc
+    enc = pc.dictionary_encode(pa.array(keys))
+    rows = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return rows, enc.dictionary.to_numpy(zero_copy_only=False)
+
+
+def _factorize_runs(keys):
+    """`pd.factorize(keys)` of packed keys whose equal names come in long runs (a BED file sorted
+    by chromosome, one chromosome): one comparison of neighbours, the run heads factorized
+    (100k rows of one name: ~0.1 ms where hashing every key costs ~0.45 ms); None when the names
+    change more than once in 16 rows (first checked on the first 1024 rows, so names in random
+    order cost no full pass)."""
+    n = len(keys)
+    k = min(n, 1024)
+    if not n or int(np.count_nonzero(keys[1:k] != keys[:k - 1])) > 64:
+        return None
+    heads = np.flatnonzero(keys[1:] != keys[:-1])
+    if len(heads) > n // 16:
+        return None
+    first = np.empty(len(heads) + 1, np.int64)
+    first[0] = 0
+    first[1:] = heads + 1
+    run_rows, distinct = pd.factorize(keys[first])
+    if len(first) == 1:
+        return np.zeros(n, np.int64), distinct
+    return np.repeat(run_rows.astype(np.int64, copy=False), np.diff(np.append(first, n))), distinct
 
 
 def sorted_codes(chrom):

@@ -158,3 +158,22 @@ def test_parts_from_values_then_ranks_agree(sorter):
     for a, b in zip(first.intersect(*args), fresh.intersect(*args)):
         assert np.array_equal(a, b)
     assert np.array_equal(fresh.count_overlaps(*args), c)
+
+
+@pytest.mark.parametrize("ties", [0.0, 0.3])
+def test_union_ends_equal_a_running_max_reference(ties, sorter):
+    """UE (closest's part) is the right ends of the union einsum's runs: equal to the running
+    maximum of the ends, cut where the next start lies beyond it (touching intervals join), with
+    or without U built first; with every interval a run of its own it shares End's buffer."""
+    rng = np.random.default_rng(11)
+    d = _frame(rng, 4000, ties=ties)
+    for first in ((), ("merge",)):
+        idx = GenomeIndex(d, ops=first + ("closest",))
+        gs, ge = idx._gs, idx._ge
+        reach = np.maximum.accumulate(ge)
+        want = reach[np.r_[gs[1:] > reach[:-1], True]]
+        assert np.array_equal(np.asarray(idx.UE.level.idx), want)
+    apart = pd.DataFrame({"chrom": pd.Series(["chr1"] * 50, dtype="str"), "start": np.arange(50) * 10,
+                          "end": np.arange(50) * 10 + 5})
+    idx = GenomeIndex(apart, ops=("closest",))
+    assert np.asarray(idx.UE.level.idx) is idx._ge

@@ -55,6 +55,7 @@ from .genome_layout import (
     grid_tensor,
     interval_tensor,
     rows,
+    union_ends,
     unique_bytes,
     values,
     widen,
@@ -161,7 +162,11 @@ class GenomeIndex(IntervalAxis, TrackOps):
         with self._lock:
             t = self._parts.get(name)
             if t is None:
-                D = self._intervals() if name in ("Depth", "U") else None     # built (and timed) first
+                D = None                                                        # built (and timed) first
+                if name in ("Depth", "U"):
+                    D = self._intervals()
+                elif name == "UE" and "U" not in self._parts:       # a D not kept either (16 bytes a row)
+                    D = self._parts["D"] if "D" in self._parts else BUILD["D"](*self._sorted_values())
                 t0 = time.perf_counter()
                 if name == "G":
                     t = grid_tensor(self._gs, self._ge, self.cell)
@@ -169,6 +174,14 @@ class GenomeIndex(IntervalAxis, TrackOps):
                     t = self._run("depth", D=D)
                 elif name == "U":
                     t = self._run("union", out=SparseRunList(Pattern()), D=D)
+                elif name == "UE":
+                    # the right ends of the union einsum's runs: U's own when built, else of a union
+                    # not kept (closest reads only its ends: the index keeps 8 bytes a run, not 16)
+                    U = self._parts.get("U")
+                    ends = (U if U is not None else self._run("union", out=SparseRunList(Pattern()), D=D)).level.right
+                    if len(ends) == self.n and "_axis" in self.__dict__:
+                        ends = self._ge     # every interval a run of its own: End's buffer holds these ends
+                    t = union_ends(ends)
                 else:
                     t = BUILD[name](*(self._sorted_values() if name in VALUE_PARTS else (self._gs, self._ge)))
                 self._parts[name] = t

@@ -15,7 +15,7 @@ every sum stays exact in float64).
 Index tensors (j = rank of an interval in (widened) start order, ties in row order; sizes for n
 intervals, plus a few words per tensor; `GenomeIndex.nbytes` counts each buffer once, and tensors
 share buffers where they hold the same numbers: the starts of `D` are the coordinates of `S` when
-the starts are distinct, the ends of `D` are `End`, which are `UE` when no two intervals meet):
+the starts are distinct, the ends of `D` are `End`, and `UE` are the right ends of `U`):
 - `S[x, j]`  the starts as pinpoints: SparseList over the m distinct starts -> integer
   SparseInterval (the tiled range of ranks starting there, one shared offsets array) -> Pattern,
   16 bytes per distinct start.  A counting reduction over x collapses to a difference of two
@@ -28,7 +28,7 @@ the starts are distinct, the ends of `D` are `End`, which are `UE` when no two i
   8 bytes per interval;
 - `UE[x]`    the ends of the maximal runs of the union of the intervals (what `bedtools merge`
   prints; touching intervals join), strictly increasing pinpoints (SparseList -> Pattern), 8 bytes
-  per run;
+  per run: the right ends of `U` below (`union_ends`);
 - `Depth[x]` the depth track: how many intervals cover x (SparseRunList -> Element(int)), the
   format of `bedtools genomecov -bg`; 24 bytes per run of constant depth.  Computed by the einsum
   `Depth[x] = D[j, x] * d(j; counting)` (`genome_index.EINSUMS["depth"]`), not built here;
@@ -140,18 +140,10 @@ def values(v: np.ndarray, name: str) -> Tensor:
     return Tensor(Dense(Element(0.0, val=v, dtype=np.float64), len(v)), name=name, validate=False)
 
 
-def union_ends(gs: np.ndarray, ge: np.ndarray) -> Tensor:
-    """UE[x]: the right ends of the maximal runs of the union of [gs, ge) (gs sorted), as strictly
-    increasing pinpoints (SparseList -> Pattern).  The reach (running max of the ends) closes a run
-    where the next interval starts beyond it; one that starts at the reach touches and joins.
-    When no two intervals meet, every interval is a run and `ge` itself is the buffer (`End`
-    shares it)."""
-    if len(ge):
-        reach = np.maximum.accumulate(ge)
-        closes = np.r_[gs[1:] > reach[:-1], True]
-        ends = ge if closes.all() else reach[closes]      # all closing: reach == ge
-    else:
-        ends = ge
+def union_ends(ends: np.ndarray) -> Tensor:
+    """UE[x]: the right ends of the maximal runs of the union (the union einsum `U`'s right array:
+    runs [left, right), touching ones joined), as strictly increasing pinpoints (SparseList ->
+    Pattern); `ends` itself is the buffer."""
     return Tensor(SparseList(Pattern(), np.array([0, len(ends)], np.int64), ends), name="UE", validate=False)
 
 
@@ -263,21 +255,24 @@ BUILD = {  # index tensor name -> build(starts sorted, ends in start order), gen
     "D": lambda gs, ge: interval_tensor(gs, ge, "left"),
     "End": lambda gs, ge: values(ge, "End"),
     "DS": lambda gs, ge: values(gs, "DS"),
-    "UE": union_ends,
 }
 
 # the parts that read only the sorted values (equal starts in any order give the same tensor)
-VALUE_PARTS = frozenset({"S", "E", "UE"})
+VALUE_PARTS = frozenset({"S", "E"})
 
 
 def unique_bytes(tensors) -> int:
     """Bytes of the tensors' arrays, each buffer counted once (views of one array share it, and
-    tensors may share one: `D`, `End` and `UE` the ends, `D` and `S` the starts)."""
+    tensors may share one: `D`, `End` the ends, `D` and `S` the starts, `UE` and `U` the union's
+    right ends).  A buffer is the outermost numpy array of a chain of views (a kernel's output
+    array owns a C buffer, which is not one)."""
     seen, total = set(), 0
     for t in tensors:
         for a in t.level.arrays():
             if isinstance(a, np.ndarray):
-                base = a.base if a.base is not None else a
+                base = a
+                while isinstance(base.base, np.ndarray):
+                    base = base.base
                 if id(base) not in seen:
                     seen.add(id(base))
                     total += base.nbytes

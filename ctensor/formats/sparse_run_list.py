@@ -313,6 +313,12 @@ class VSparseRunList:
     # ---------------------------------------------------------------- write
     def declare(self, ctx, npos):
         self.qos = ctx.mut(I64, b.i64(0), self.name + "_qos")
+        # one fiber (the output's root level): its entries are slots 0..qos-1, so its count is
+        # written once at freeze, not added to ptr[1] in memory at every unfurl (`fiber_writer`)
+        self._one_fiber = b.is_const(npos) and npos.value == 1
+        # the last committed run, in registers (see the note above `_stored_right`)
+        self._last = tuple(ctx.mut(self.bufs[n].elem, b.const(0, self.bufs[n].elem), f"{self.name}_last_{n}")
+                           for n in self._RUN)
         self.assemble(ctx, b.i64(0), b.sub(npos, b.i64(1)))
         ctx.emit(ir.Store(self.bufs["ptr"].data, b.i64(0), b.i64(0)))
         self.child.declare(ctx, b.i64(0))     # sparse children grow as entries are appended
@@ -324,14 +330,16 @@ class VSparseRunList:
         ctx.emit(ir.For(k, b.add(start, b.i64(1)), b.add(stop, b.i64(2)), [ir.Store(ptr.data, ir.Read(k), b.i64(0))]))
 
     def freeze(self, ctx, npos):
+        if self._one_fiber:
+            ctx.emit(ir.Store(self.bufs["ptr"].data, b.i64(1), ir.Read(self.qos)))
         prefix_sum(ctx, self.bufs["ptr"].data, npos)
         self.child.freeze(ctx, ctx.let(b.load(self.bufs["ptr"].data, npos)))
 
     _RUN = ("left", "left_eps", "right", "right_eps")
 
     def _unfurl_write(self, ctx, pos, ext, parent_dirty):
-        st = {}
-        last = self._last_run(ctx)
+        st = {"first": b.i64(0)} if self._one_fiber else {}     # one fiber: every slot is its own
+        last = self._last
 
         def accept(ctx, e):   # the whole run [e.start, e.stop] is one entry
             return append_entry(self, self.name, [self.bufs[n] for n in self._RUN],
@@ -342,19 +350,16 @@ class VSparseRunList:
                                 fold=(lambda ctx, q: self._fold(ctx, q, e, st["first"]))
                                 if ctx.fold_overlaps and not ctx.unordered_output else None,
                                 last=last)
+        if self._one_fiber:
+            return AcceptRun(accept)
         return fiber_writer(self, pos, AcceptRun(accept), self.bufs["ptr"], st)
 
-    def _last_run(self, ctx):
-        """Mutable variables holding the level's last committed run (left, left ε, right, right ε),
-        the entry at slot qos - 1 that the order check, coalesce and fold compare with: kept in
-        registers, not reloaded from the buffers it was just stored to (a union folding millions
-        of intervals otherwise waits on a store-to-load round trip through memory per interval).
-        Read only when that slot belongs to the fiber (first <= qos - 1).  One set per level:
-        every write of the level in the kernel commits through it."""
-        if getattr(self, "_last", None) is None:
-            self._last = tuple(ctx.top_mut(self.bufs[n].elem, b.const(0, self.bufs[n].elem), f"{self.name}_last_{n}")
-                               for n in self._RUN)
-        return self._last
+    # `_last` (made in `declare`): the level's last committed run (left, left ε, right, right ε),
+    # the entry at slot qos - 1 that the order check, coalesce and fold compare with, kept in
+    # registers instead of reloaded from the buffers it was just stored to (a union folding
+    # millions of intervals otherwise waits on a store-to-load round trip through memory per
+    # interval).  Read only when that slot belongs to the fiber (first <= qos - 1); every write
+    # of the level commits through `append_entry`, which assigns them.
 
     def _stored_right(self):
         """The right end of the last committed run (slot qos - 1), from its registers."""

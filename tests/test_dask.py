@@ -18,6 +18,19 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 
+def _dropped_everywhere(client, token, tries=100):
+    """Has every worker dropped its copy of the handle `token`'s object?  (The drop is sent
+    without waiting: polled for up to ~10 s.)"""
+    import time
+    from ctensor.apps import dask_broadcast
+    for _ in range(tries):
+        held = client.run(lambda: token in dask_broadcast._RESIDENT)
+        if not any(held.values()):
+            return True
+        time.sleep(0.1)
+    return False
+
+
 @pytest.fixture(scope="module")
 def client():
     import dask
@@ -95,7 +108,6 @@ def test_data_index_built_once_per_worker(client, frames, by_chromosome):
     (`dask_broadcast.PerWorker`), of every data row, and drops it when the result collection is
     collected; the answer equals the in-memory one."""
     import gc
-    import time
     from ctensor.apps import dask_broadcast
     from ctensor.apps.genome_index import GenomeIndex
     q, _ = frames
@@ -118,19 +130,13 @@ def test_data_index_built_once_per_worker(client, frames, by_chromosome):
     token = next(t for v in new for t in v)
     del lazy, ts
     gc.collect()
-    for _ in range(100):                                                     # the drop is sent without waiting
-        held = client.run(lambda: token in dask_broadcast._RESIDENT)
-        if not any(held.values()):
-            break
-        time.sleep(0.1)
-    assert not any(held.values())                                            # gone with the result collection
+    assert _dropped_everywhere(client, token)                               # gone with the result collection
 
 
 def test_per_worker_object_made_once_and_dropped_with_its_handle(client):
     """A `PerWorker` object is made once in each worker from the cluster's objects and dropped on
     every worker when the client's handle is collected."""
     import gc
-    import time
     from ctensor.apps import dask_broadcast
     futures = [client.submit(np.arange, 5), client.submit(np.ones, 5)]
     handle = dask_broadcast.PerWorker.of(np.add, futures)
@@ -142,12 +148,7 @@ def test_per_worker_object_made_once_and_dropped_with_its_handle(client):
     token = handle.token
     del handle, futures
     gc.collect()
-    for _ in range(100):                                                     # the drop is sent without waiting
-        held = client.run(lambda: token in dask_broadcast._RESIDENT)
-        if not any(held.values()):
-            break
-        time.sleep(0.1)
-    assert not any(held.values())
+    assert _dropped_everywhere(client, token)
 
 
 def test_map_and_signal_stats(client, frames):
@@ -190,7 +191,6 @@ def test_broadcast_index_stays_on_every_worker(client, frames):
     its own copy of a broadcast index by token, so a later call sends it nowhere, and the copies
     go when the client's index is garbage collected."""
     import gc
-    import time
     from ctensor.apps import dask_broadcast
     q, d = frames
     idx = g.index(d)
@@ -206,12 +206,7 @@ def test_broadcast_index_stays_on_every_worker(client, frames):
     token = handle.token
     del idx, handle
     gc.collect()
-    for _ in range(100):                                                     # the drop is sent without waiting
-        held = client.run(lambda: token in dask_broadcast._RESIDENT)
-        if not any(held.values()):
-            break
-        time.sleep(0.1)
-    assert not any(held.values())
+    assert _dropped_everywhere(client, token)
 
 
 def test_spatial_batches_on_dask_arrays(client):

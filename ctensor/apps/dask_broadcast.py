@@ -52,11 +52,9 @@ class Resident:
         return Resident, (self.token, self.key)
 
     def get(self):
-        with _LOCK:
-            obj = _RESIDENT.get(self.token)
-            if obj is not None:
-                _RESIDENT.move_to_end(self.token)
-                return obj
+        obj = _cached(self.token)
+        if obj is not None:
+            return obj
         with _FETCH_LOCK:
             with _LOCK:
                 obj = _RESIDENT.get(self.token)
@@ -107,11 +105,9 @@ class PerWorker:
         return ("PerWorker", self.token)
 
     def get(self):
-        with _LOCK:
-            obj = _RESIDENT.get(self.token)
-            if obj is not None:
-                _RESIDENT.move_to_end(self.token)
-                return obj
+        obj = _cached(self.token)
+        if obj is not None:
+            return obj
         with _FETCH_LOCK:                              # one make per process, whatever the threads
             with _LOCK:
                 obj = _RESIDENT.get(self.token)
@@ -126,6 +122,15 @@ class PerWorker:
                     _RESIDENT.popitem(last=False)
                 for token in [t for t in _MADE if t not in _RESIDENT]:
                     del _MADE[token]
+        return obj
+
+
+def _cached(token):
+    """This process's copy of a handle's object (now the most recently used), or None."""
+    with _LOCK:
+        obj = _RESIDENT.get(token)
+        if obj is not None:
+            _RESIDENT.move_to_end(token)
         return obj
 
 

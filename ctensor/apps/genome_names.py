@@ -145,15 +145,18 @@ def _factorize_keys(keys):
     return rows, enc.dictionary.to_numpy(zero_copy_only=False)
 
 
-def _factorize_runs(keys):
-    """`pd.factorize(keys)` of packed keys whose equal names come in long runs (a BED file sorted
-    by chromosome, one chromosome): one comparison of neighbours, the run heads factorized
-    (100k rows of one name: ~0.1 ms where hashing every key costs ~0.45 ms); None when the names
-    change more than once in 16 rows (first checked on the first 1024 rows, so names in random
-    order cost no full pass)."""
+RUN_SAMPLE = 1024       # rows checked for runs of equal names before the whole column (`run_starts`)
+
+
+def run_starts(keys: np.ndarray):
+    """The first row of each run of equal packed name keys (int64, from 0) when the names come in
+    long runs (a BED file sorted by chromosome; one chromosome), else None: more than one change
+    of name in 16 rows, checked first on the first RUN_SAMPLE rows (names in random order cost no
+    full pass), or no rows.  One comparison of neighbours (100k rows: ~0.1 ms, where hashing
+    every key costs ~0.45 ms)."""
     n = len(keys)
-    k = min(n, 1024)
-    if not n or int(np.count_nonzero(keys[1:k] != keys[:k - 1])) > 64:
+    k = min(n, RUN_SAMPLE)
+    if not n or int(np.count_nonzero(keys[1:k] != keys[:k - 1])) > RUN_SAMPLE // 16:
         return None
     heads = np.flatnonzero(keys[1:] != keys[:-1])
     if len(heads) > n // 16:
@@ -161,6 +164,16 @@ def _factorize_runs(keys):
     first = np.empty(len(heads) + 1, np.int64)
     first[0] = 0
     first[1:] = heads + 1
+    return first
+
+
+def _factorize_runs(keys):
+    """`pd.factorize(keys)` of packed keys whose equal names come in long runs (`run_starts`): the
+    run heads factorized; None when they do not."""
+    n = len(keys)
+    first = run_starts(keys)
+    if first is None:
+        return None
     run_rows, distinct = pd.factorize(keys[first])
     if len(first) == 1:
         return np.zeros(n, np.int64), distinct

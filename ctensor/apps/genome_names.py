@@ -88,21 +88,12 @@ def packed_keys(chrom) -> np.ndarray | None:
 
 
 class KeyTable:
-    """Codes of the packed keys of some names: `codes[k]` for `keys[k]` (keys distinct), `absent`
-    for any other key."""
+    """Codes of the packed keys of some names: `code[key]` for each of `keys` (distinct), `absent`
+    for any other key (the queries' coding: `genome_query._codes`)."""
 
     def __init__(self, keys: np.ndarray, codes: np.ndarray, absent: int):
         self.absent = absent
         self.code = dict(zip(np.asarray(keys, np.uint64).tolist(), np.asarray(codes, np.int64).tolist()))
-
-    def lookup(self, keys: np.ndarray):
-        """(codes, found): int64 codes of `keys`, `absent` where `found` is False; the rows'
-        keys factorized by pandas, the few distinct ones looked up here."""
-        rows, distinct = pd.factorize(keys)
-        got = [self.code.get(k) for k in distinct.tolist()]
-        per = np.array([self.absent if c is None else c for c in got], np.int64)
-        known = np.array([c is not None for c in got], bool)
-        return per[rows], known[rows]
 
 
 def name_key(name: str) -> int | None:

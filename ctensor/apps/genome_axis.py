@@ -39,11 +39,11 @@ class IntervalAxis:
     """Mixin of `GenomeIndex`: reads `_rows_in` (chromosome codes, widened starts, ends; int64, row
     order), `frame`, `_parts`, `_lock` and `build_seconds` (to which each layout's time is added)."""
 
-    def _intervals(self):
+    def _intervals(self, keep: bool = True):
         """D for the einsums whose answer does not depend on the order of equal starts (union,
-        depth): the index's D when built (or when the ranks are), else one made from the sorted
-        values and not kept, since `D` must list equal starts in the order of the ranks."""
-        if "D" in self._parts or "_axis" in self.__dict__:
+        depth): the index's D when built (or, with `keep`, when the ranks are), else one made from
+        the sorted values and not kept, since `D` must list equal starts in the order of the ranks."""
+        if "D" in self._parts or (keep and "_axis" in self.__dict__):
             return self._part("D")
         return BUILD["D"](*self._sorted_values())
 

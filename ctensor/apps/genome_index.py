@@ -166,7 +166,7 @@ class GenomeIndex(IntervalAxis, TrackOps):
                 if name in ("Depth", "U"):
                     D = self._intervals()
                 elif name == "UE" and "U" not in self._parts:       # a D not kept either (16 bytes a row)
-                    D = self._parts["D"] if "D" in self._parts else BUILD["D"](*self._sorted_values())
+                    D = self._intervals(keep=False)
                 t0 = time.perf_counter()
                 if name == "G":
                     t = grid_tensor(self._gs, self._ge, self.cell)

@@ -40,7 +40,7 @@ class Context(Searches):
         self.unordered_output = False
         # the output's ⊕ is idempotent: a pass whose run overlaps the fiber's previous run, starts
         # at or after it and has an equal value extends that run (v ⊕ v = v) instead of failing the
-        # order check (`SparseRunList._fold`): a union of intervals in start order in one pass
+        # order check (`formats.run_folds`): a union of intervals in start order in one pass
         self.fold_overlaps = False
         self.union_reads = False        # some access is read by the union protocol (`formats.run_union`)
         self.whole_splits = 0           # depth of "whole fiber" versions in the body being lowered

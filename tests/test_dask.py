@@ -133,6 +133,19 @@ def test_data_index_built_once_per_worker(client, frames, by_chromosome):
     assert _dropped_everywhere(client, token)                               # gone with the result collection
 
 
+def test_bad_data_partition_names_the_row_among_all(client, frames):
+    """Both Dask: a data partition that fails validation is reported as the in-memory call
+    reports the rows concatenated (the row's position among all of them), not by its position
+    in the partition."""
+    q, d = frames
+    bad = d.copy()
+    bad.loc[len(d) - 3, "end"] = bad.loc[len(d) - 3, "start"] - 1
+    with pytest.raises(ctensor.FormatError, match=f"data: row {len(d) - 3}: end"):
+        g.count_overlaps(dd.from_pandas(q, npartitions=2), dd.from_pandas(bad, npartitions=3, sort=False)).compute()
+    with pytest.raises(ctensor.FormatError, match=f"data: row {len(d) - 3}: end"):
+        g.count_overlaps(q, bad)
+
+
 def test_per_worker_object_made_once_and_dropped_with_its_handle(client):
     """A `PerWorker` object is made once in each worker from the cluster's objects and dropped on
     every worker when the client's handle is collected."""

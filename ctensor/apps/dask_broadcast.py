@@ -88,12 +88,14 @@ class PerWorker:
         self.token, self.make, self.keys, self.futures = token, make, tuple(keys), futures
 
     @classmethod
-    def of(cls, make, futures):
-        """A handle of `make(*results of futures)`, whose copies the workers drop when it is collected."""
+    def of(cls, make, futures, keep=()):
+        """A handle of `make(*results of futures)`, whose copies the workers drop when it is
+        collected; `keep`: more futures held as long as the handle (e.g. objects `make`'s result
+        fetches later, on first use, by their keys: `_fetch_many`)."""
         from distributed import get_client
         futures = list(futures)
         client = futures[0].client if futures else get_client()
-        handle = cls(uuid.uuid4().hex, make, [f.key for f in futures], futures)
+        handle = cls(uuid.uuid4().hex, make, [f.key for f in futures], futures + list(keep))
         fin = weakref.finalize(handle, _forget, weakref.ref(client), handle.token)
         fin.atexit = False
         return handle

@@ -63,6 +63,7 @@ from .genome_layout import (
 from .genome_closest import k_nearest, nearest
 from .genome_axis import IntervalAxis
 from .genome_names import key_table, sorted_codes
+from .genome_pieces import rows_of
 from .genome_query import query_axis
 from .genome_tracks import TrackOps
 from .workers import check_workers, compiled, split_rows
@@ -124,26 +125,8 @@ class GenomeIndex(IntervalAxis, TrackOps):
             if bad:
                 raise ValueError(f"ops: {bad[0]!r} is not an operation; expected some of {tuple(PARTS)}")
         t0 = time.perf_counter()
-        self.build_seconds = 0.0
         df = read_intervals(data, name)
-        self.frame = df
-        codes, chroms = sorted_codes(df["chrom"].array)
-        if len(chroms) > MAX_CHROMS:
-            raise FormatError(f"{name}: {len(chroms)} chromosomes; at most {MAX_CHROMS} can be indexed")
-        self.chroms = [str(c) for c in chroms]
-        s, e, zero = widen(df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64))
-        # genome positions of zero-length intervals (three masked gathers skipped when there are none)
-        self._zero_at = np.unique(codes[zero] * SPAN + s[zero] + 1) if zero.any() else np.empty(0)
-        # the intervals in row order; the start-ordered layouts below are made from them on first
-        # use, only those an operation reads (`_ranked_axis`, `_sorted_values`)
-        self._rows_in = (codes, s, e)
-        self.pair_plan = "auto"         # or 'window' / 'ranks' (see EINSUMS; tests pin each)
-        self.n = len(s)
-        self.kernels = {}
-        self._parts = {}
-        self._lock = threading.RLock()          # lazy index tensors: built once, whatever the threads
-        self.layout = layout
-        self.parts = GRID_PARTS if layout == "grid" else PARTS
+        self._lay(df, *sorted_codes(df["chrom"].array), name, layout)
         # the grid's width: the grid and the start/end values within 2x the interval arrays
         self.cell = None if layout != "grid" else int(cell) if cell is not None else \
             choose_cell(self._gs, self._ge, 16 * self.n)
@@ -153,6 +136,40 @@ class GenomeIndex(IntervalAxis, TrackOps):
         for op in (self.parts if ops is None else ops):
             for part in self.parts[op]:
                 self._part(part)
+
+    def _lay(self, df, codes, chroms, name, layout="sorted"):
+        """The attributes every layout reads, of the validated rows `df` on chromosomes `codes`
+        (int64 row codes into the names `chroms`, sorted by str); no index tensor built."""
+        s, e, zero = widen(df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64))
+        # genome positions of zero-length intervals (three masked gathers skipped when there are none)
+        zero_at = np.unique(codes[zero] * SPAN + s[zero] + 1) if zero.any() else np.empty(0)
+        # the intervals in row order; the start-ordered layouts are made from them on first use,
+        # only those an operation reads (`_ranked_axis`, `_sorted_values`)
+        self._setup(chroms, len(s), zero_at, name, layout, _frame=df, _rows=(codes, s, e))
+
+    def _setup(self, chroms, n, zero_at, name, layout="sorted", **laid):
+        """The attributes of an index of `n` intervals on chromosomes `chroms` (sorted by str)
+        with zero-length intervals at `zero_at`, and `laid` (`_frame`, `_rows`, `_axis`,
+        `_values`, `_maxlen`: what is made already, or `_frame_source`, the frame's maker)."""
+        if len(chroms) > MAX_CHROMS:
+            raise FormatError(f"{name}: {len(chroms)} chromosomes; at most {MAX_CHROMS} can be indexed")
+        self.build_seconds = 0.0
+        self.chroms = [str(c) for c in chroms]
+        self._zero_at = zero_at
+        self.__dict__.update(laid)
+        self.pair_plan = "auto"         # or 'window' / 'ranks' (see EINSUMS; tests pin each)
+        self.n = n
+        self.kernels = {}
+        self._parts = {}
+        self._lock = threading.RLock()          # lazy index tensors: built once, whatever the threads
+        self.layout = layout
+        self.parts = GRID_PARTS if layout == "grid" else PARTS
+        self.cell = None
+
+    # the validated rows (made by `_frame_source` on first use when the index was joined from
+    # pieces without them: `genome_pieces.join`), and their codes, widened starts and ends
+    frame = property(lambda self: self._lazy("_frame", lambda: self._frame_source()))
+    _rows_in = property(lambda self: self._lazy("_rows", lambda: rows_of(self.frame, self.chroms)))
 
     def _part(self, name):
         """Build an index tensor on first use (its time is added to build_seconds)."""

@@ -9,9 +9,11 @@ where that index comes from:
   client sent to each worker once and kept there, reused by later calls given the same object
   (`dask_broadcast.broadcast`); without one, as a task of the graph;
 - data as a Dask frame, with a Dask query, under a `distributed` client: the data partitions are
-  computed on the workers at call time, and each worker builds one index of them for itself, when
-  its first query partition needs it, fetching the partitions it lacks from the others
-  (`dask_broadcast.PerWorker`): nothing is computed into or built in the client.  Why not one
+  computed on the workers at call time, each laid out where it was read (validated, coded and
+  put in start order: `genome_pieces.lay`), and each worker joins one index of the pieces for
+  itself, when its first query partition needs it, fetching the pieces it lacks from the others
+  (`dask_broadcast.PerWorker`, `genome_pieces.join`): nothing is computed into or built in the
+  client, and the sort is done once, not on every worker.  Why not one
   index per chromosome group, built once and copied or joined piece by piece (tried): copying
   a built index costs a worker about what building it does (the index holds ~5x the bytes of
   the rows), and every group is one more call of the operation per query partition (count on
@@ -40,7 +42,7 @@ import functools
 
 import numpy as np
 
-from .dask_broadcast import PerWorker, broadcast, is_dask_frame as is_dask, resolve
+from .dask_broadcast import PerWorker, _fetch_many, broadcast, is_dask_frame as is_dask, resolve
 
 
 def _partition(part, fn, idx, args, kw, offsets, *ready, partition_info=None):
@@ -51,12 +53,32 @@ def _partition(part, fn, idx, args, kw, offsets, *ready, partition_info=None):
     return out
 
 
-def _data_frame_index(*parts):
-    """The index of a Dask frame's partitions, its rows as `frame.compute()` orders them (one
-    `GenomeIndex` of their concatenation: `index_` positions are global data rows)."""
+# operations that read no data row (only the sorted starts and ends): their pieces are laid out
+# without the ranks, and the data rows never cross to another worker
+_VALUE_OPS = frozenset({"count_overlaps", "any_overlap", "no_overlap", "coverage", "subtract"})
+
+
+def _frames(keys):
+    """The validated data partitions of `keys` (held by the cluster) as one frame, their rows in order."""
+    import pandas as pd
+    frames = _fetch_many(keys)
+    frames = [f for f in frames if len(f)] or frames[:1]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _data_frame_index(frame_keys, *pieces):
+    """The index of a Dask frame's partitions, their rows as `frame.compute()` orders them
+    (`index_` positions are global data rows): joined from the partitions' pieces
+    (`genome_pieces.join`), its rows fetched on first use; or, when a partition failed
+    validation, built from all the rows (so the error names the row by its position among all)."""
     import pandas as pd
     from .genome_index import GenomeIndex
-    parts = [p for p in parts if len(p)] or list(parts[:1])
+    from .genome_pieces import Rejected, join
+    idx = join(pieces, frame_source=functools.partial(_frames, frame_keys))
+    if idx is not None:
+        return idx
+    parts = [f.rows if isinstance(f, Rejected) else f for f in _fetch_many(frame_keys)]
+    parts = [p for p in parts if len(p)] or parts[:1]
     return GenomeIndex(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True), ops=())
 
 
@@ -64,19 +86,24 @@ def _made(part):
     return True
 
 
-def _index_on_workers(data):
+def _index_on_workers(data, ranks: bool):
     """Data as a Dask frame under a `distributed` client: its partitions computed on the workers
-    now (kept there while the result lives), and a `PerWorker` handle of their index, which each
-    worker builds once from them (fetching the partitions it lacks), with small stand-ins of the
-    partitions for the query tasks to depend on (with the partitions themselves as dependencies
-    the scheduler would run every query task where most data bytes are, not where its query
-    part was read)."""
+    now, each validated and laid out where it was read (`genome_pieces.check`, `lay`: its start
+    order made there, once, with the ranks or without as `ranks` says), kept on the workers
+    while the result lives; and a `PerWorker` handle of their index, which each worker joins
+    once from the pieces (fetching those it lacks; the rows only if an operation reads them),
+    with small stand-ins of the pieces for the query tasks to depend on (with the pieces
+    themselves as dependencies the scheduler would run every query task where most data bytes
+    are, not where its query part was read)."""
     import dask
     from distributed import get_client
+    from .genome_pieces import check, lay
     client = get_client()
-    parts = client.compute(list(data.to_delayed()))
-    ready = [dask.delayed(client.submit(_made, p, pure=False)) for p in parts]
-    return PerWorker.of(_data_frame_index, parts), ready
+    frames = [client.submit(check, p, pure=False) for p in client.compute(list(data.to_delayed()))]
+    pieces = [client.submit(lay, f, ranks, pure=False) for f in frames]
+    ready = [dask.delayed(client.submit(_made, p, pure=False)) for p in pieces]
+    make = functools.partial(_data_frame_index, [f.key for f in frames])
+    return PerWorker.of(make, pieces, keep=frames), ready
 
 
 def _distributed() -> bool:
@@ -103,7 +130,7 @@ def queries(build_index: bool = True):
             if is_dask(data) and is_dask(query) and build_index and _distributed():
                 from .genome_index import GenomeIndex
                 meta_data = GenomeIndex(data._meta, ops=())
-                data, ready = _index_on_workers(data)
+                data, ready = _index_on_workers(data, ranks=fn.__name__ not in _VALUE_OPS)
             elif is_dask(data):
                 data = data.compute()
             if build_index and not ready:

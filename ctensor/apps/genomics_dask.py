@@ -9,16 +9,20 @@ where that index comes from:
   client sent to each worker once and kept there, reused by later calls given the same object
   (`dask_broadcast.broadcast`); without one, as a task of the graph;
 - data as a Dask frame, with a Dask query, under a `distributed` client: the data partitions are
-  computed on the workers at call time, each laid out where it was read (validated, coded and
-  put in start order: `genome_pieces.lay`), and each worker joins one index of the pieces for
-  itself, when its first query partition needs it, fetching the pieces it lacks from the others
-  (`dask_broadcast.PerWorker`, `genome_pieces.join`): nothing is computed into or built in the
-  client, and the sort is done once, not on every worker.  Why not one
-  index per chromosome group, built once and copied or joined piece by piece (tried): copying
-  a built index costs a worker about what building it does (the index holds ~5x the bytes of
-  the rows), and every group is one more call of the operation per query partition (count on
-  2M x 2M in one process, CPU under load ~7: one index 149 ms + 8 partitions 256 ms, five 94 + 438; sending
-  the query pieces to the indexes instead cost 0.5 s of transfers on 2 workers);
+  computed on the workers at call time, each validated and laid out where it was read (coded and
+  put in start order, with the ranks only for operations that map data ranks to rows:
+  `genome_pieces.lay`), and each worker joins one index of the pieces for itself when its first
+  query partition needs it, fetching the pieces it lacks (`dask_broadcast.PerWorker`,
+  `genome_pieces.join`: linear when the partitions hold apart chromosomes or sorted ranges, a
+  merge of sorted runs otherwise).  The data rows themselves cross to a worker only when an
+  operation reads them (overlap's data columns, say; not count's).  Nothing is computed into or
+  built in the client, and the sort is done once, not on every worker (2M intervals, 5
+  partitions: each worker joined in ~25 ms what took it ~100 ms to sort).  Why not one index per
+  chromosome group, built once and copied (tried): copying a built index costs a worker about
+  what building it does (the index holds ~5x the bytes of the rows), and every group is one
+  more call of the operation per query partition (count on 2M x 2M in one process, CPU under
+  load ~7: one index 149 ms + 8 partitions 256 ms, five 94 + 438); sending the query pieces to
+  the indexes instead cost 0.5 s of transfers on 2 workers;
 - otherwise (in-memory data, or no `distributed` client) the index is built once in the client
   (from the data computed into memory if it is a Dask frame) and broadcast as above.
 Kernels come from the on-disk kernel cache on each worker, or are compiled on first use.  The

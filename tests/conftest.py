@@ -43,10 +43,11 @@ def _optimised_tiers_done():
 
 @pytest.fixture(params=["numpy", "polars"])
 def sorter(request, monkeypatch):
-    """The genomics glue's sorts (`radix_order`) at every size: numpy's counting passes, or polars'
-    sort (used from `LIBRARY_SORT_AT` values on when installed), so both are checked on small data."""
-    from ctensor.apps import radix_order
+    """The index builds' sorts (`radix_order`, `formats.key_sort`) at every size: numpy's, or
+    polars' sort (used from `LIBRARY_SORT_AT` values on when installed), so both are checked on
+    small data."""
+    from ctensor.formats import key_sort
     if request.param == "polars":
         pytest.importorskip("polars")
-    monkeypatch.setattr(radix_order, "LIBRARY_SORT_AT", 0 if request.param == "polars" else 1 << 62)
+    monkeypatch.setattr(key_sort, "LIBRARY_SORT_AT", 0 if request.param == "polars" else 1 << 62)
     return request.param

@@ -24,8 +24,19 @@ def cloud(rng, kind, n, d):
     return np.vstack([rng.standard_normal((n, d)), np.full((1, d), 1e300), np.full((1, d), -1e300)])
 
 
+@pytest.fixture(params=["packed", "passes"])
+def radix(request, monkeypatch, sorter):
+    """`_radix_order`'s two ways: (cell, rank, row) packed into int64 values and sorted (by numpy
+    or polars: `sorter`), or the int16 radix passes (forced here, used when the keys need more
+    than 63 bits)."""
+    from ctensor.formats import constructors
+    if request.param == "passes":
+        monkeypatch.setattr(constructors, "PACKED_BITS", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("kind", ["normal", "ties", "outlier", "tiny", "huge"])
-def test_grid_order_equals_lexsort(kind):
+def test_grid_order_equals_lexsort(kind, radix):
     rng = np.random.default_rng(len(kind))
     for t in range(300):
         n, d = int(rng.integers(1, 200)), int(rng.integers(1, 4))
@@ -38,9 +49,11 @@ def test_grid_order_equals_lexsort(kind):
         want = lexsort_order(c, cell)
         assert np.array_equal(grid_order(c, cell, edges), want), (kind, t, grid)
         assert np.array_equal(grid_order(c, cell), want), (kind, t, grid)
+        order, cells = grid_order(c, cell, edges, with_cells=True)
+        assert np.array_equal(order, want) and np.array_equal(cells, cell[want]), (kind, t, grid)
 
 
-def test_grid_order_many_cells():
+def test_grid_order_many_cells(radix):
     """Cell numbers of more than one 15-bit digit: two radix passes over the cell."""
     rng = np.random.default_rng(7)
     c = rng.standard_normal((50_000, 3))

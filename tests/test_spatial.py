@@ -221,3 +221,21 @@ def test_large_single_answers_sorted_by_counting_passes(synthetic):
     assert got.size > sp.RADIX_SORT_AT and np.array_equal(got, strtree_box(tree, lo, hi))
     got = sp.radius_query(idx, (5000.0, 5000.0), 3000.0)
     assert got.size > sp.RADIX_SORT_AT and np.array_equal(got, strtree_radius(tree, (5000.0, 5000.0), 3000.0))
+
+
+@pytest.mark.parametrize("kind", ["uniform", "repeated", "outliers", "one point", "one column"])
+def test_index_tensor_passes_validation(kind, sorter):
+    """`PointIndex` builds its tensor without validating it (`validate=False`, the build's own
+    checks make it valid by construction): the format's validation, run here, finds nothing, and
+    the index answers as a brute-force scan, with both of the build's sorts (`sorter`)."""
+    rng = np.random.default_rng(5)
+    xy = {"uniform": lambda: rng.uniform(0, 100, (3000, 2)),
+          "repeated": lambda: rng.integers(0, 6, (3000, 2)).astype(float),
+          "outliers": lambda: np.vstack([rng.standard_normal((3000, 2)), [[1e9, -1e9], [-1e300, 1e300]]]),
+          "one point": lambda: np.array([[1.5, -2.0]]),
+          "one column": lambda: np.column_stack([np.full(500, 3.0), rng.uniform(0, 1, 500)])}[kind]()
+    idx = sp.index(xy)
+    idx.tensor.level.validate(1, "points")
+    lo, hi = np.percentile(xy, 20, axis=0), np.percentile(xy, 70, axis=0)
+    want = np.flatnonzero(((xy >= lo) & (xy <= hi)).all(axis=1))
+    np.testing.assert_array_equal(idx.box(lo, hi), want)

@@ -129,7 +129,7 @@ class CloudIndex:
         sorted_cols = np.empty((n, 3), np.float64, order="F")
         for k in range(3):
             np.take(cols[:, k], order, out=sorted_cols[:, k])
-        self.tensor = Tensor(grid_point_levels(sorted_cols, np.arange(n, dtype=np.int64), n,
+        self.tensor = Tensor(grid_point_levels(sorted_cols, None, n,
                                                np.take(cells, order), self.edges),
                              name="points", validate=False)
         self.n = n

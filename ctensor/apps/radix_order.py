@@ -21,7 +21,7 @@ rows in start order up to buckets holding about one row each (the keys' top bits
 each row does not depend on the order it is run in, and the kernels' searches then move forward
 by about a row's worth of the index.
 
-From `LIBRARY_SORT_AT` values on, the sorts go to polars' single-threaded sort of int64 values when
+From `formats.key_sort.LIBRARY_SORT_AT` values on, the sorts go to polars' single-threaded sort of int64 values when
 polars is installed (the `examples`/`dask` extras): 2M 41-bit values in 32 ms of CPU, against
 65-72 ms for the counting pass + timsort below and 112 ms for numpy's `np.sort` on this machine.
 A stable argsort then sorts each key packed above its row number (the row breaks ties: stable),
@@ -30,14 +30,14 @@ passes are as fast (100k rows: 1.8-1.9 vs 2.0 ms).
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
+
+from ..formats import key_sort
+from ..formats.key_sort import library_sort as _library_sort
 
 __all__ = ["axis_keys", "exact_order", "ranked_axis", "start_sorted", "visit_order"]
 
 _SHIFT = 41                     # genome_layout.SPAN == 2**41: chromosome k starts at k << 41
-LIBRARY_SORT_AT = 1 << 18       # values from which polars' sort is used (module docstring)
 _DIGIT = 16                     # numpy's stable argsort of uint16 is a counting sort
 _SPAN = float(1 << _SHIFT)
 
@@ -90,31 +90,13 @@ def _digit(keys: np.ndarray, shift: int, width: int) -> np.ndarray:
     return d.astype(np.uint8 if width <= 8 else np.uint16)
 
 
-@functools.cache
-def _polars():
-    """The polars module, or None when it is not installed (looked up once)."""
-    try:
-        import polars
-    except ImportError:
-        return None
-    return polars
-
-
-def _library_sort(values: np.ndarray):
-    """`values` (int64) sorted ascending as a new read-only array by polars' single-threaded sort,
-    or None when polars is not installed or `values` is short (module docstring)."""
-    if len(values) < LIBRARY_SORT_AT or _polars() is None:
-        return None
-    return _polars().Series(values).sort(multithreaded=False).to_numpy()
-
-
 def _radix(keys: np.ndarray, bits: int) -> np.ndarray:
     """Stable argsort of non-negative int64 `keys` < 2**bits: the keys packed above their row
     numbers and sorted as values (`_library_sort`), or counting passes over the digits of
     `_digits`, least significant first (each pass stable, so the last one leaves ties in row
     order)."""
     rows = (len(keys) - 1).bit_length()
-    if bits + rows <= 63 and len(keys) >= LIBRARY_SORT_AT and _polars() is not None:     # else no packing
+    if bits + rows <= 63 and len(keys) >= key_sort.LIBRARY_SORT_AT and key_sort._polars() is not None:  # else no packing
         packed = keys << rows
         packed |= np.arange(len(keys), dtype=np.int64)
         done = _library_sort(packed)

@@ -125,12 +125,14 @@ def grid_cells(c: np.ndarray, edges: list) -> np.ndarray:
     """Flat cell number of each point (row-major over the binned axes), exact against the stored
     edges: an arithmetic estimate (`interior`), corrected where rounding put a point one cell off."""
     cell = np.zeros(len(c), np.int64)
-    for k, e in enumerate(edges):
+    t = np.empty(len(c), np.float64)        # one float temporary for every axis: each fresh array
+    for k, e in enumerate(edges):           # of 1e7 values page-faults ~0.1 s on first touch
         n, v = len(e) - 1, c[:, k]
         lo, scale, off = interior(e)
         if n > 1 and np.isfinite(scale):     # one cell: its span may overflow, (v - e[0]) * 0 be NaN
             with np.errstate(over="ignore", invalid="ignore"):
-                t = (v - lo) * scale
+                np.subtract(v, lo, out=t)
+                t *= scale
             t += off
             # clamp to the cells before the cast; fmax turns a NaN (inf * 0) into cell 0
             np.minimum(np.fmax(t, 0.0, out=t), n - 1, out=t)
@@ -139,7 +141,8 @@ def grid_cells(c: np.ndarray, edges: list) -> np.ndarray:
             ck = np.zeros(len(v), np.int64)
         top = e[1:]                          # top[c] = e[c + 1], without an index array ck + 1
         while True:
-            below, above = v < np.take(e, ck), v >= np.take(top, ck)
+            below = v < np.take(e, ck, out=t)
+            above = v >= np.take(top, ck, out=t)
             if not (below.any() or above.any()):
                 break
             ck += above.astype(np.int64) - below.astype(np.int64)

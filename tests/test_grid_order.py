@@ -4,7 +4,7 @@ on ties, repeated points, far outliers, cells too narrow for float64, and more t
 import numpy as np
 import pytest
 
-from ctensor.formats.constructors import grid_order
+from ctensor.formats.grid_order import grid_order
 from ctensor.formats.grid_edges import grid_cells, grid_edges
 
 
@@ -29,9 +29,9 @@ def radix(request, monkeypatch, sorter):
     """`_radix_order`'s two ways: (cell, rank, row) packed into int64 values and sorted (by numpy
     or polars: `sorter`), or the int16 radix passes (forced here, used when the keys need more
     than 63 bits)."""
-    from ctensor.formats import constructors
+    from ctensor.formats import grid_order as module
     if request.param == "passes":
-        monkeypatch.setattr(constructors, "PACKED_BITS", 0)
+        monkeypatch.setattr(module, "PACKED_BITS", 0)
     return request.param
 
 

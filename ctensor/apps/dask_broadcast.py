@@ -91,7 +91,7 @@ class PerWorker:
     def of(cls, make, futures, keep=()):
         """A handle of `make(*results of futures)`, whose copies the workers drop when it is
         collected; `keep`: more futures held as long as the handle (e.g. objects `make`'s result
-        fetches later, on first use, by their keys: `_fetch_many`)."""
+        fetches later, on first use, by their keys: `fetch_many`)."""
         from distributed import get_client
         futures = list(futures)
         client = futures[0].client if futures else get_client()
@@ -114,7 +114,7 @@ class PerWorker:
             with _LOCK:
                 obj = _RESIDENT.get(self.token)
             if obj is None:
-                obj = self.make(*_fetch_many(self.keys))
+                obj = self.make(*fetch_many(self.keys))
             with _LOCK:
                 _RESIDENT[self.token] = obj
                 _MADE[self.token] = None
@@ -137,10 +137,10 @@ def _cached(token):
 
 
 def _fetch(key):
-    return _fetch_many([key])[0]
+    return fetch_many([key])[0]
 
 
-def _fetch_many(keys):
+def fetch_many(keys):
     """The objects of keys held by the cluster: from this worker's store, the others from the
     workers holding them (the worker's own client gathers from its peers directly)."""
     from distributed import Future, get_client, get_worker
@@ -203,4 +203,4 @@ def broadcast(obj):
     return handle
 
 
-__all__ = ["PerWorker", "Resident", "broadcast", "is_dask_array", "is_dask_frame", "resolve"]
+__all__ = ["PerWorker", "Resident", "broadcast", "fetch_many", "is_dask_array", "is_dask_frame", "resolve"]

@@ -47,7 +47,6 @@ from .genome_layout import (
     VALUE_PARTS,
     GRID_MAX_CELL,
     MAX_CHROMS,
-    SPAN,
     cell_floor,
     choose_cell,
     decode,
@@ -59,6 +58,7 @@ from .genome_layout import (
     unique_bytes,
     values,
     widen,
+    zero_positions,
 )
 from .genome_closest import k_nearest, nearest
 from .genome_axis import IntervalAxis
@@ -141,8 +141,7 @@ class GenomeIndex(IntervalAxis, TrackOps):
         """The attributes every layout reads, of the validated rows `df` on chromosomes `codes`
         (int64 row codes into the names `chroms`, sorted by str); no index tensor built."""
         s, e, zero = widen(df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64))
-        # genome positions of zero-length intervals (three masked gathers skipped when there are none)
-        zero_at = np.unique(codes[zero] * SPAN + s[zero] + 1) if zero.any() else np.empty(0)
+        zero_at = zero_positions(codes, s, zero)
         # the intervals in row order; the start-ordered layouts are made from them on first use,
         # only those an operation reads (`_ranked_axis`, `_sorted_values`)
         self._setup(chroms, len(s), zero_at, name, layout, _frame=df, _rows=(codes, s, e))

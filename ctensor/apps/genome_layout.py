@@ -82,6 +82,12 @@ def widen(start: np.ndarray, end: np.ndarray):
     return np.where(zero, start - 1, start), np.where(zero, end + 1, end), zero
 
 
+def zero_positions(codes: np.ndarray, s: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """Genome positions (code * SPAN + start, sorted, distinct) of the zero-length intervals
+    (`zero`, widened starts `s`): three masked gathers, skipped when there are none."""
+    return np.unique(codes[zero] * SPAN + s[zero] + 1) if zero.any() else np.empty(0)
+
+
 # ------------------------------------------------------------------ per-query tensors, decoding
 def interval_tensor(start, end, closed) -> Tensor:
     """interval_set(start, end, closed) without re-validation: callers pass genome-axis coordinates

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import FormatError
 from .bedio import read_intervals
-from .genome_layout import MAX_CHROMS, SPAN, widen
+from .genome_layout import MAX_CHROMS, SPAN, widen, zero_positions
 from .genome_names import sorted_codes
 from .radix_order import ranked_axis, start_sorted
 
@@ -65,7 +65,7 @@ def lay(frame, ranks: bool = True):
         return None
     codes, chroms = sorted_codes(frame["chrom"].array)
     s, e, zero = widen(frame["start"].to_numpy(np.int64), frame["end"].to_numpy(np.int64))
-    zero_at = np.unique(codes[zero] * SPAN + s[zero] + 1) if zero.any() else np.empty(0)
+    zero_at = zero_positions(codes, s, zero)
     maxlen = float((e - s).max()) if len(s) else 0.0
     start = ranked_axis(codes, s, e) if ranks else (start_sorted(codes, s, e) or ranked_axis(codes, s, e)[1:])
     return Piece(len(s), [str(c) for c in chroms], ranks, start, zero_at, maxlen)

@@ -46,7 +46,7 @@ import functools
 
 import numpy as np
 
-from .dask_broadcast import PerWorker, _fetch_many, broadcast, is_dask_frame as is_dask, resolve
+from .dask_broadcast import PerWorker, broadcast, fetch_many, is_dask_frame as is_dask, resolve
 
 
 def _partition(part, fn, idx, args, kw, offsets, *ready, partition_info=None):
@@ -65,7 +65,7 @@ _VALUE_OPS = frozenset({"count_overlaps", "any_overlap", "no_overlap", "coverage
 def _frames(keys):
     """The validated data partitions of `keys` (held by the cluster) as one frame, their rows in order."""
     import pandas as pd
-    frames = _fetch_many(keys)
+    frames = fetch_many(keys)
     frames = [f for f in frames if len(f)] or frames[:1]
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
@@ -81,7 +81,7 @@ def _data_frame_index(frame_keys, *pieces):
     idx = join(pieces, frame_source=functools.partial(_frames, frame_keys))
     if idx is not None:
         return idx
-    parts = [f.rows if isinstance(f, Rejected) else f for f in _fetch_many(frame_keys)]
+    parts = [f.rows if isinstance(f, Rejected) else f for f in fetch_many(frame_keys)]
     parts = [p for p in parts if len(p)] or parts[:1]
     return GenomeIndex(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True), ops=())
 

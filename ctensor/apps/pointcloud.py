@@ -47,7 +47,8 @@ import threading
 
 import numpy as np
 
-from ..formats.constructors import grid_order, grid_point_levels
+from ..formats.constructors import grid_point_levels
+from ..formats.grid_order import grid_order
 from ..formats.dense import Dense
 from ..formats.element import Element, Pattern
 from ..formats.grid_edges import grid_cells, grid_edges, interior

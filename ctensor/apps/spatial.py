@@ -53,7 +53,8 @@ import numpy as np
 
 from ..errors import FormatError
 from .dask_broadcast import is_dask_array
-from ..formats.constructors import grid_order, grid_point_levels
+from ..formats.constructors import grid_point_levels
+from ..formats.grid_order import grid_order
 from ..formats.grid_edges import bulk_range, grid_cells, grid_edges
 from ..formats.element import Pattern
 from ..formats.level import as_flag

@@ -229,11 +229,12 @@ def points(coords, grid=None) -> Tensor:
         return Tensor(point_levels(c[order], order.astype(np.int64), n), name="points", owned=True)
     edges = grid_edges(c, grid)
     cell = grid_cells(c, edges)
-    order = grid_order(c, cell, edges)
+    order, cells = grid_order(c, cell, edges, with_cells=True)
     # not validated again: coordinates finite (checked above), each point's cell checked against
-    # the edges by `grid_cells`, rows sorted by (cell, coordinates, id)
-    return Tensor(grid_point_levels(c[order], order.astype(np.int64), n, cell[order], edges), name="points",
-                  validate=False)
+    # the edges by `grid_cells`, rows sorted by (cell, coordinates, id); np.take by rows, not
+    # c[order] (5x slower for an (n, d) array)
+    return Tensor(grid_point_levels(np.take(c, order, axis=0), order.astype(np.int64), n, cells, edges),
+                  name="points", validate=False)
 
 
 def grid_point_levels(cs, ids, nids, cell, edges) -> Level:

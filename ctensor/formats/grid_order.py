@@ -57,13 +57,13 @@ def _cell_ranks(x: np.ndarray, cell0: np.ndarray, e: np.ndarray) -> np.ndarray:
     return t.astype(np.int16)
 
 
-def _radix_order(c: np.ndarray, cell: np.ndarray, edges: list) -> np.ndarray:
+def _radix_order(c: np.ndarray, cell: np.ndarray, edges: list):
     """(order, cell[order]) of the (cell, x0, x1, ..., row) order: by (cell, x0's rank in its
     x0-cell (`_cell_ranks`), row), packed into one int64 per row and sorted as values
     (`key_sort.sort_values`: polars' sort when installed; 1e7 points: ~0.35 s, where the stable
-    int16 passes below took 1.3 s), or, when
-    they do not fit in 63 bits, by least-significant-digit radix passes (the rank, then each
-    DIGIT-bit digit of the cell number, every pass a stable int16 sort).  Rows that share (cell,
+    int16 passes below took 1.3 s), or, when they do not fit in 63 bits, by least-significant-digit
+    radix passes (the rank, then each DIGIT-bit digit of the cell number, every pass a stable
+    int16 sort).  Rows that share (cell,
     rank) with a neighbour are then re-sorted by every coordinate: a lexsort of those rows only
     (rare, unless points repeat).  Both keep rows of equal keys in row order."""
     n, e0 = len(cell), edges[0]

@@ -94,12 +94,16 @@ def test_sort_bits_sorts_values(bits, sorter):
     assert np.array_equal(np.sort(got), np.sort(p))      # the low bits travel with their keys
 
 
+@pytest.mark.parametrize("chroms", [5, 3000])
 @pytest.mark.parametrize("n", [1, 2, 1000, 100_000])
-def test_start_sorted_equals_the_ranked_axis_values(n, sorter):
+def test_start_sorted_equals_the_ranked_axis_values(n, chroms, sorter):
+    """Both keys: the genome-axis start itself beside the length (5 chromosomes), and the compact
+    one (3000: code << 41 and a 13-bit length need 64 bits); widened starts at -1 included."""
     rng = np.random.default_rng(n)
-    codes = rng.integers(0, 5, n)
+    codes = rng.integers(0, chroms, n)
     s = rng.integers(-1, 2**28, n)
     s[rng.random(n) < 0.3] = s[0]                         # equal starts of other lengths
+    s[rng.random(n) < 0.01] = -1
     e = s + rng.integers(1, 5000, n)
     order, gs, ge = ranked_axis(codes, s, e)
     got = start_sorted(codes, s, e)

@@ -186,17 +186,23 @@ def start_sorted(codes: np.ndarray, s: np.ndarray, e: np.ndarray):
     n = len(s)
     if not n:
         return None
-    # in place where numpy allows: each fresh 16 MB temporary page-faults afresh (glibc maps it)
-    sb = (int(s.max()) + 1).bit_length()
+    # in place where numpy allows: each fresh 16 MB temporary page-faults afresh (glibc maps it).
+    # The key is the genome-axis start + 1 itself (code << 41 | s + 1) when it fits beside the
+    # length: unpacked by a shift and one cast (2M intervals: ~8 ms less than the compact key,
+    # which packs the code above only as many bits as the starts need)
+    top = int(s.max()) + 1
+    lens = e - s
+    lb = int(lens.max()).bit_length()
+    direct = (int(codes.max()) << _SHIFT | top).bit_length() + lb <= 63
+    sb = _SHIFT if direct else top.bit_length()
     key = codes << sb
     key += s                                         # widened starts are >= -1: key + 1 >= 0
     key += 1
     if bool((key[1:] >= key[:-1]).all()):
         return None
-    kmin = int(key.min())
-    key -= kmin
-    lens = e - s
-    lb = int(lens.max()).bit_length()
+    kmin = 0 if direct else int(key.min())
+    if kmin:
+        key -= kmin
     kb = int(key.max()).bit_length()
     if kb + lb > 63:
         return None
@@ -205,11 +211,15 @@ def start_sorted(codes: np.ndarray, s: np.ndarray, e: np.ndarray):
     p = _sort_bits(key, lb, kb)                      # may be read-only (polars'): not written
     np.bitwise_and(p, (1 << lb) - 1, out=lens)
     p = np.right_shift(p, lb, out=key)               # key's buffer is free now (p is a new array)
-    p += kmin                                        # (code << sb) | (s + 1)
-    gs = np.empty(n, np.float64)
-    np.right_shift(p, sb, out=gs, casting="unsafe")
-    gs *= _SPAN
-    p &= (1 << sb) - 1
-    gs += p
-    gs -= 1
+    if direct:                                       # code * 2**41 + s + 1, exact as an integer
+        p -= 1
+        gs = p.astype(np.float64)
+    else:
+        p += kmin                                    # (code << sb) | (s + 1)
+        gs = np.empty(n, np.float64)
+        np.right_shift(p, sb, out=gs, casting="unsafe")
+        gs *= _SPAN
+        p &= (1 << sb) - 1
+        gs += p
+        gs -= 1
     return gs, gs + lens

@@ -142,7 +142,10 @@ def _fetch(key):
 
 def fetch_many(keys):
     """The objects of keys held by the cluster: from this worker's store, the others from the
-    workers holding them (the worker's own client gathers from its peers directly)."""
+    workers holding them (the worker's own client gathers from its peers directly).  Raises
+    RuntimeError when the cluster holds a key no more (the call that made it was cancelled or
+    failed, and its client released it): a gather of such a key would wait forever, and with it
+    the worker thread and, through `_FETCH_LOCK`, every later fetch of that worker."""
     from distributed import Future, get_client, get_worker
     try:
         worker = get_worker()
@@ -151,9 +154,13 @@ def fetch_many(keys):
     local = {k: worker.data[k] for k in keys if worker is not None and k in worker.data}
     rest = [k for k in keys if k not in local]
     if rest:
+        client = get_client()
+        held = client.sync(client.scheduler.who_has, keys=rest)
+        gone = [k for k in rest if not held.get(k)]
+        if gone:
+            raise RuntimeError(f"the cluster no longer holds {gone[0]!r}: the call that made it was cancelled or failed")
         # state="memory": the keys are held (the client keeps their futures), so fetch them at once;
         # a bare Future(key) would wait for a state update the scheduler never sends this client
-        client = get_client()
         local.update(zip(rest, client.gather([Future(k, client, state="memory") for k in rest])))
     return [local[k] for k in keys]
 

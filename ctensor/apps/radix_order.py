@@ -21,8 +21,8 @@ rows in start order up to buckets holding about one row each (the keys' top bits
 each row does not depend on the order it is run in, and the kernels' searches then move forward
 by about a row's worth of the index.
 
-From `formats.key_sort.LIBRARY_SORT_AT` values on, the sorts go to polars' single-threaded sort of int64 values when
-polars is installed (the `examples`/`dask` extras): 2M 41-bit values in 32 ms of CPU, against
+From `formats.key_sort.LIBRARY_SORT_AT` values on, the sorts go to polars' single-threaded sort of
+int64 values when polars is installed (the `examples`/`dask` extras): 2M 41-bit values in 32 ms of CPU, against
 65-72 ms for the counting pass + timsort below and 112 ms for numpy's `np.sort` on this machine.
 A stable argsort then sorts each key packed above its row number (the row breaks ties: stable),
 41 ms for 2M against 67-84 ms for two or three counting passes.  Below that size numpy's counting
@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats import key_sort
-from ..formats.key_sort import library_sort as _library_sort
+from ..formats.key_sort import library_sort as _library_sort, uses_library
 
 __all__ = ["axis_keys", "exact_order", "ranked_axis", "start_sorted", "visit_order"]
 
@@ -96,7 +95,7 @@ def _radix(keys: np.ndarray, bits: int) -> np.ndarray:
     `_digits`, least significant first (each pass stable, so the last one leaves ties in row
     order)."""
     rows = (len(keys) - 1).bit_length()
-    if bits + rows <= 63 and len(keys) >= key_sort.LIBRARY_SORT_AT and key_sort._polars() is not None:  # else no packing
+    if bits + rows <= 63 and uses_library(len(keys)):         # else no packing
         packed = keys << rows
         packed |= np.arange(len(keys), dtype=np.int64)
         done = _library_sort(packed)

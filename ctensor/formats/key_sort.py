@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["LIBRARY_SORT_AT", "library_sort", "sort_values"]
+__all__ = ["LIBRARY_SORT_AT", "library_sort", "sort_values", "uses_library"]
 
 LIBRARY_SORT_AT = 1 << 18       # values from which polars' sort is used (module docstring)
 
@@ -29,10 +29,15 @@ def _polars():
     return polars
 
 
+def uses_library(n: int) -> bool:
+    """Would `library_sort` sort `n` values (polars installed, `n` not short)?"""
+    return n >= LIBRARY_SORT_AT and _polars() is not None
+
+
 def library_sort(values: np.ndarray):
     """`values` (int64) sorted ascending as a new read-only array by polars' single-threaded sort,
     or None when polars is not installed or `values` is short (module docstring)."""
-    if len(values) < LIBRARY_SORT_AT or _polars() is None:
+    if not uses_library(len(values)):
         return None
     return _polars().Series(values).sort(multithreaded=False).to_numpy()
 

@@ -142,10 +142,11 @@ def _fetch(key):
 
 def fetch_many(keys):
     """The objects of keys held by the cluster: from this worker's store, the others from the
-    workers holding them (the worker's own client gathers from its peers directly).  Raises
-    RuntimeError when the cluster holds a key no more (the call that made it was cancelled or
-    failed, and its client released it): a gather of such a key would wait forever, and with it
-    the worker thread and, through `_FETCH_LOCK`, every later fetch of that worker."""
+    workers holding them (the worker's own client gathers from its peers directly; a key still
+    being computed is waited for).  Raises RuntimeError when the scheduler knows a key no more
+    (the call that made it was cancelled or failed, and its client released it): a gather of
+    such a key would wait forever, and with it the worker thread and, through `_FETCH_LOCK`,
+    every later fetch of that worker."""
     from distributed import Future, get_client, get_worker
     try:
         worker = get_worker()
@@ -155,8 +156,9 @@ def fetch_many(keys):
     rest = [k for k in keys if k not in local]
     if rest:
         client = get_client()
-        held = client.sync(client.scheduler.who_has, keys=rest)
-        gone = [k for k in rest if not held.get(k)]
+        # computed or being computed is fine (the gather waits); unknown to the scheduler is not
+        state = client.sync(client.scheduler.get_task_status, keys=rest)
+        gone = [k for k in rest if state.get(k) in (None, "released", "forgotten", "erred")]
         if gone:
             raise RuntimeError(f"the cluster no longer holds {gone[0]!r}: the call that made it was cancelled or failed")
         # state="memory": the keys are held (the client keeps their futures), so fetch them at once;

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ..errors import FormatError
-from .uniform_grid import check_edges, uniform_edges
+from .uniform_grid import uniform_edges
 
 MAX_CELLS_PER_POINT, MAX_CELLS = 64, 2**24     # a grid's cell directory: 8 bytes per cell
 TRIM = 0.02           # quantile of the bulk's ends: at most this share of points on a side may be outliers
@@ -90,8 +90,7 @@ def axis_edges(v: np.ndarray, m: int) -> np.ndarray:
 def grid_edges(c: np.ndarray, grid) -> list:
     """Cell edges along each binned axis of the points `c` (n, d) (see `points` and `axis_edges`);
     `grid` is an int (that many cells on every axis) or a sequence of 1..d cell counts.
-    Raises FormatError on a bad `grid`, more cells than max(MAX_CELLS_PER_POINT * n, MAX_CELLS), or
-    an edge that is not finite (a coordinate at the largest float)."""
+    Raises FormatError on a bad `grid` or more cells than max(MAX_CELLS_PER_POINT * n, MAX_CELLS)."""
     d = c.shape[1]
     if isinstance(grid, (int, np.integer)):
         counts = [grid] * d
@@ -109,13 +108,7 @@ def grid_edges(c: np.ndarray, grid) -> list:
     if cells > max(MAX_CELLS_PER_POINT * len(c), MAX_CELLS):
         raise FormatError(f"grid: {' x '.join(map(str, counts))} = {cells} cells for {len(c)} points; at most "
                           f"max({MAX_CELLS_PER_POINT} per point, {MAX_CELLS}) (each cell costs 8 bytes)")
-    edges = [axis_edges(c[:, k], int(m)) for k, m in enumerate(counts)]
-    # the grids built from these edges are not validated again (`points`, the spatial and point
-    # cloud indexes): the one check of theirs the construction does not make true is here
-    # (finite edges: the top edge of a coordinate at the largest float is nudged to inf)
-    for e in edges:
-        check_edges(e, "points.edges")
-    return edges
+    return [axis_edges(c[:, k], int(m)) for k, m in enumerate(counts)]
 
 
 def interior(e: np.ndarray) -> tuple[float, float, int]:

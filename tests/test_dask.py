@@ -164,6 +164,24 @@ def test_per_worker_object_made_once_and_dropped_with_its_handle(client):
     assert _dropped_everywhere(client, token)
 
 
+def test_per_worker_object_of_objects_not_computed_yet(client):
+    """A handle used by tasks that run before its objects are computed (their priority is
+    higher) on every worker thread of the cluster: the waiting tasks give their threads back
+    (`fetch_many` secedes), so the objects get computed, instead of a deadlock."""
+    import time
+    from ctensor.apps import dask_broadcast
+
+    def slow(v):
+        time.sleep(0.3)
+        return np.full(3, v)
+    futures = [client.submit(slow, 2.0, priority=-10, pure=False)]
+    handle = dask_broadcast.PerWorker.of(lambda a: a * 2, futures)
+    workers = list(client.scheduler_info()["workers"])
+    got = client.gather([client.submit(lambda h: h.get().tolist(), handle, workers=[w], priority=10, pure=False)
+                         for w in workers])
+    assert got == [[4.0, 4.0, 4.0]] * 2
+
+
 def test_map_and_signal_stats(client, frames):
     q, d = frames
     qd = dd.from_pandas(q, npartitions=4)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 import uuid
 import weakref
 
@@ -140,6 +141,15 @@ def _fetch(key):
     return fetch_many([key])[0]
 
 
+def _states(client, keys):
+    """The scheduler's state of each key; RuntimeError if one is unknown, released or erred."""
+    state = client.sync(client.scheduler.get_task_status, keys=keys)
+    gone = [k for k in keys if state.get(k) in (None, "released", "forgotten", "erred")]
+    if gone:
+        raise RuntimeError(f"the cluster no longer holds {gone[0]!r}: the call that made it was cancelled or failed")
+    return state
+
+
 def fetch_many(keys):
     """The objects of keys held by the cluster: from this worker's store, the others from the
     workers holding them (the worker's own client gathers from its peers directly; a key still
@@ -156,13 +166,20 @@ def fetch_many(keys):
     rest = [k for k in keys if k not in local]
     if rest:
         client = get_client()
-        # computed or being computed is fine (the gather waits); unknown to the scheduler is not
-        state = client.sync(client.scheduler.get_task_status, keys=rest)
-        gone = [k for k in rest if state.get(k) in (None, "released", "forgotten", "erred")]
-        if gone:
-            raise RuntimeError(f"the cluster no longer holds {gone[0]!r}: the call that made it was cancelled or failed")
-        # state="memory": the keys are held (the client keeps their futures), so fetch them at once;
-        # a bare Future(key) would wait for a state update the scheduler never sends this client
+        state = _states(client, rest)
+        if worker is not None and any(state[k] != "memory" for k in rest):
+            # a key not computed yet may need this task's thread: give it back while waiting
+            # (with every thread of the cluster in such a wait, nothing would compute the key)
+            from distributed import rejoin, secede
+            secede()
+            try:
+                while any(state[k] != "memory" for k in rest):
+                    time.sleep(0.005)
+                    state = _states(client, rest)
+            finally:
+                rejoin()
+        # state="memory": the keys are held now, so fetch them at once; a bare Future(key) would
+        # wait for a state update the scheduler never sends this client
         local.update(zip(rest, client.gather([Future(k, client, state="memory") for k in rest])))
     return [local[k] for k in keys]
 

@@ -165,21 +165,21 @@ def test_per_worker_object_made_once_and_dropped_with_its_handle(client):
 
 
 def test_per_worker_object_of_objects_not_computed_yet(client):
-    """A handle used by tasks that run before its objects are computed (their priority is
-    higher) on every worker thread of the cluster: the waiting tasks give their threads back
-    (`fetch_many` secedes), so the objects get computed, instead of a deadlock."""
+    """A handle read by tasks that hold every worker thread of the cluster before its object
+    can be computed (the object waits for a gate task; the readers are submitted meanwhile and
+    outrank it): the waiting readers give their threads back (`fetch_many` secedes), so the
+    object gets computed, instead of a deadlock."""
     import time
     from ctensor.apps import dask_broadcast
 
-    def slow(v):
-        time.sleep(0.3)
-        return np.full(3, v)
-    futures = [client.submit(slow, 2.0, priority=-10, pure=False)]
+    gate = client.submit(time.sleep, 0.5, pure=False)
+    futures = [client.submit(lambda _, v: np.full(3, v), gate, 2.0, priority=-10, pure=False)]
     handle = dask_broadcast.PerWorker.of(lambda a: a * 2, futures)
     workers = list(client.scheduler_info()["workers"])
-    got = client.gather([client.submit(lambda h: h.get().tolist(), handle, workers=[w], priority=10, pure=False)
-                         for w in workers])
-    assert got == [[4.0, 4.0, 4.0]] * 2
+    readers = [client.submit(lambda h: h.get().tolist(), handle, workers=[w], priority=10, pure=False)
+               for w in workers]
+    distributed.wait(readers, timeout=60)           # a deadlock fails here instead of hanging the suite
+    assert client.gather(readers) == [[4.0, 4.0, 4.0]] * 2
 
 
 def test_map_and_signal_stats(client, frames):

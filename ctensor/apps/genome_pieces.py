@@ -71,6 +71,12 @@ def lay(frame, ranks: bool = True):
     return Piece(len(s), [str(c) for c in chroms], ranks, start, zero_at, maxlen)
 
 
+def concat_rows(frames):
+    """The frames' rows in order as one frame (RangeIndex); empty frames have no say in dtypes."""
+    frames = [f for f in frames if len(f)] or list(frames[:1])
+    return frames[0].reset_index(drop=True) if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
 def rows_of(frame, chroms):
     """(codes into `chroms`, widened starts, widened ends) of a validated frame's rows (int64, row
     order): `GenomeIndex._rows_in` of an index joined without them."""
@@ -143,8 +149,7 @@ def join(pieces, frames=None, frame_source=None, name: str = "data"):
     idx = GenomeIndex.__new__(GenomeIndex)
     laid = {"_axis": (order, gs, ge)} if ranks else {"_values": (gs, ge)}
     if frames is not None:
-        frames = [f for f in frames if len(f)] or list(frames[:1])
-        laid["_frame"] = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        laid["_frame"] = concat_rows(frames)
     else:
         laid["_frame_source"] = frame_source
     idx._setup(names, int(offsets[-1]), np.unique(np.concatenate(zeros)) if zeros else np.empty(0), name,
@@ -152,4 +157,4 @@ def join(pieces, frames=None, frame_source=None, name: str = "data"):
     return idx
 
 
-__all__ = ["Piece", "Rejected", "check", "join", "lay", "rows_of"]
+__all__ = ["Piece", "Rejected", "check", "concat_rows", "join", "lay", "rows_of"]

@@ -62,28 +62,17 @@ def _partition(part, fn, idx, args, kw, offsets, *ready, partition_info=None):
 _VALUE_OPS = frozenset({"count_overlaps", "any_overlap", "no_overlap", "coverage", "subtract"})
 
 
-def _frames(keys):
-    """The validated data partitions of `keys` (held by the cluster) as one frame, their rows in order."""
-    import pandas as pd
-    frames = fetch_many(keys)
-    frames = [f for f in frames if len(f)] or frames[:1]
-    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-
-
 def _data_frame_index(frame_keys, *pieces):
     """The index of a Dask frame's partitions, their rows as `frame.compute()` orders them
     (`index_` positions are global data rows): joined from the partitions' pieces
     (`genome_pieces.join`), its rows fetched on first use; or, when a partition failed
     validation, built from all the rows (so the error names the row by its position among all)."""
-    import pandas as pd
     from .genome_index import GenomeIndex
-    from .genome_pieces import Rejected, join
-    idx = join(pieces, frame_source=functools.partial(_frames, frame_keys))
+    from .genome_pieces import Rejected, concat_rows, join
+    idx = join(pieces, frame_source=lambda: concat_rows(fetch_many(frame_keys)))
     if idx is not None:
         return idx
-    parts = [f.rows if isinstance(f, Rejected) else f for f in fetch_many(frame_keys)]
-    parts = [p for p in parts if len(p)] or parts[:1]
-    return GenomeIndex(pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True), ops=())
+    return GenomeIndex(concat_rows([f.rows if isinstance(f, Rejected) else f for f in fetch_many(frame_keys)]), ops=())
 
 
 def _made(part):
